@@ -1,0 +1,258 @@
+"""The ``indexpool`` command line. Exit codes: 0 ok, 1 user error (one line on stderr), 2 usage.
+
+Every command that reports something takes ``--json``; the schemas are documented in README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from app.services import IngestEvent, Services, UserError
+from ingest.sources import Limits
+from storage.db import StorageError
+from storage.library import HOME_ENV
+
+SAMPLE_QUESTIONS = [
+    "How do I read a CSV file with a header row into dictionaries?",
+    "How can I run a function after a delay in another thread?",
+    "What does the strict parameter of zip do?",
+]
+
+
+def _services(args: argparse.Namespace) -> Services:
+    return Services(Path(args.home) if args.home else None)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _event_line(event: IngestEvent) -> str:
+    head = f"[{event.index}/{event.total}] {event.source}: {event.status}"
+    if event.status in ("ingested", "replaced"):
+        head += f" ({event.pages} pages, {event.tokens:,} tokens, {event.sentences:,} sentences, {event.seconds:.1f} s)"
+    return head + (f" - {event.message}" if event.message else "")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    services = _services(args)
+    limits = Limits(timeout_s=args.timeout, max_file_bytes=int(args.max_file_mb * 2**20))
+    started = time.perf_counter()
+    events = []
+    for event in services.ingest([Path(p) for p in args.paths], args.collection, args.password, limits, args.workers):
+        events.append(event)
+        if not args.json:
+            print(_event_line(event), flush=True)
+    summary = services.summarize_events(events, time.perf_counter() - started)
+    if args.json:
+        _print_json({"collection": args.collection, "files": [e.to_json() for e in events],
+                     "summary": summary.to_json()})
+    else:
+        print(
+            f"{summary.files} inputs: {summary.ingested} ingested, {summary.unchanged} unchanged, "
+            f"{summary.errors} errors; {summary.pages} pages, {summary.tokens:,} tokens in {summary.seconds:.1f} s "
+            f"({summary.pages_per_s:.1f} pages/s, {summary.tokens_per_s:,.0f} tokens/s)"
+        )
+    if summary.errors:
+        print(f"indexpool: error: {summary.errors} of {summary.files} inputs could not be ingested", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_collections(args: argparse.Namespace) -> int:
+    infos = _services(args).collections()
+    if args.json:
+        _print_json([asdict(info) for info in infos])
+        return 0
+    if not infos:
+        print("no collections yet: indexpool ingest PATH --collection NAME")
+    for info in infos:
+        print(f"{info.name}: {info.documents} documents, {info.pages} pages, {info.tokens:,} tokens, "
+              f"{info.sentences:,} sentences" + (f", {info.errors} failed" if info.errors else ""))
+    return 0
+
+
+def cmd_documents(args: argparse.Namespace) -> int:
+    documents = _services(args).documents(args.collection)
+    rows = [
+        {"id": d.id, "title": d.title, "source": d.source, "kind": d.kind, "status": d.status, "error": d.error,
+         "pages": d.pages, "tokens": d.tokens, "sentences": d.sentence_count, "needs_ocr_pages": d.needs_ocr_pages,
+         "warnings": d.warnings, "content_hash": d.content_hash}
+        for d in documents
+    ]
+    if args.json:
+        _print_json(rows)
+        return 0
+    for row in rows:
+        detail = row["error"] if row["status"] == "error" else f"{row['pages']} pages, {row['tokens']:,} tokens"
+        ocr = f", needs OCR: pages {row['needs_ocr_pages']}" if row["needs_ocr_pages"] else ""
+        print(f"{row['id']:>6}  {row['status']:<8}  {row['title'][:60]:<60}  {detail}{ocr}")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    services = _services(args)
+    if args.documents:
+        removed = [{"id": d.id, "source": d.source} for d in services.remove(args.collection, args.documents)]
+        report: dict[str, Any] = {"collection": args.collection, "removed": removed}
+    elif args.all:
+        report = {"collection": args.collection, "removed_collection": True,
+                  "documents": services.remove_collection(args.collection)}
+    else:
+        raise UserError("name the documents to remove (id, source or title), or pass --all to remove the collection")
+    if args.json:
+        _print_json(report)
+    elif "removed" in report:
+        for row in report["removed"]:
+            print(f"removed {row['id']}: {row['source']}")
+    else:
+        print(f"removed collection {args.collection} ({report['documents']} documents)")
+    return 0
+
+
+def _print_answer(answer_json: dict[str, Any]) -> None:
+    print(answer_json["answer"])
+    print()
+    for i, c in enumerate(answer_json["citations"], start=1):
+        where = f"{c['title']}" + (f", p. {c['page']}" if c["page"] else "")
+        print(f"[{i}] {where} (chars {c['start']}-{c['end']}, score {c['score']:.2f})\n    {c['text']}")
+    print(f"\n{answer_json['reader']} reader, {answer_json['timings_ms']['total']:.1f} ms")
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    answer = _services(args).ask(args.collection, args.question, args.top_k, args.reader)
+    if args.json:
+        _print_json(answer.to_json())
+    else:
+        _print_answer(answer.to_json())
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    from app.sample import build_sample
+
+    services = _services(args)
+    report = build_sample(services, limit=args.limit, progress=None if args.json else print)
+    if args.json:
+        _print_json(report)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from app.sample import build_sample
+
+    services = _services(args)
+    report = build_sample(services, progress=print)
+    for question in SAMPLE_QUESTIONS:
+        print(f"\n=== {question}")
+        _print_answer(services.ask([report["collection"]], question, top_k=3).to_json())
+    print(f"\nlibrary: {services.library.home}\nnext: indexpool serve   (then open http://127.0.0.1:7860)")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from app.ui import serve
+
+    serve(_services(args), host=args.host, port=args.port, build_sample_if_empty=not args.no_sample)
+    return 0
+
+
+def cmd_bench_ingest(args: argparse.Namespace) -> int:
+    from app.bench_ingest import run_ingest_benchmark
+
+    report = run_ingest_benchmark(
+        pdf_dirs=[Path(p) for p in args.pdfs], text_dirs=[Path(p) for p in args.texts],
+        text_tokens=args.text_tokens, workers=args.workers, progress=None if args.json else print,
+    )
+    if args.json:
+        _print_json(report)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="indexpool", description=__doc__.splitlines()[0])
+    parser.add_argument("--home", help=f"library folder (default: ${HOME_ENV} or the user data dir)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler, help_text: str, json_flag: bool = True) -> argparse.ArgumentParser:  # noqa: ANN001
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(handler=handler)
+        if json_flag:
+            sub.add_argument("--json", action="store_true", help="print JSON (schema in README.md)")
+        return sub
+
+    ingest = command("ingest", cmd_ingest, "ingest files, folders and .zip archives into a collection")
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--collection", required=True)
+    ingest.add_argument("--password", help="password for encrypted PDFs")
+    ingest.add_argument("--workers", type=_positive_int, default=min(2, os.cpu_count() or 1))
+    ingest.add_argument("--timeout", type=_positive_float, default=Limits.timeout_s, help="seconds per file")
+    ingest.add_argument("--max-file-mb", type=_positive_float, default=Limits.max_file_bytes / 2**20)
+
+    command("collections", cmd_collections, "list collections")
+    documents = command("documents", cmd_documents, "list the documents of a collection")
+    documents.add_argument("--collection", required=True)
+
+    remove = command("remove", cmd_remove, "remove documents, or a whole collection with --all")
+    remove.add_argument("documents", nargs="*", metavar="DOC", help="document id, source path or title")
+    remove.add_argument("--collection", required=True)
+    remove.add_argument("--all", action="store_true", help="remove the collection and all its documents")
+
+    ask = command("ask", cmd_ask, "answer a question with citations")
+    ask.add_argument("question")
+    ask.add_argument("--collection", required=True, action="append", help="repeat to ask over several")
+    ask.add_argument("--top-k", type=_positive_int, default=5, help="citations to return")
+    ask.add_argument("--reader", default="bm25", help="answering method (bm25)")
+
+    sample = command("sample", cmd_sample, "build the embedded sample library (Python standard library docs)")
+    sample.add_argument("--limit", type=_positive_int, help="only the first N modules")
+    command("demo", cmd_demo, "build the sample library and answer example questions", json_flag=False)
+
+    serve = command("serve", cmd_serve, "start the web app", json_flag=False)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=_positive_int, default=7860)
+    serve.add_argument("--no-sample", action="store_true", help="do not build the sample library on first start")
+
+    bench_ingest = command("bench-ingest", cmd_bench_ingest, "measure ingestion throughput and peak RSS")
+    bench_ingest.add_argument("--pdfs", nargs="*", default=[], help="folders of PDFs (default: shared papers)")
+    bench_ingest.add_argument("--texts", nargs="*", default=[], help="folders of .txt (default: shared books)")
+    bench_ingest.add_argument("--text-tokens", type=_positive_int, default=1_000_000)
+    bench_ingest.add_argument("--workers", type=_positive_int, default=min(2, os.cpu_count() or 1))
+    return parser
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return number
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (UserError, StorageError) as error:
+        print(f"indexpool: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("indexpool: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The shapes ingestion hands to the library store.
+
+Every span (pages, sections, sentences, tokens) is a half-open character range ``[start, end)`` into
+``ParsedDocument.text``, the cleaned text extracted from the source. A citation is therefore always
+``text[start:end]`` of its document, which is what the library stores and what the UI quotes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class IngestError(Exception):
+    """A file that cannot be ingested; ``str()`` is a one-line message naming the file and the reason."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+@dataclass
+class Page:
+    number: int  # 1-based page number in the source PDF
+    start: int
+    end: int
+    needs_ocr: bool = False  # the page has no extractable text (scanned image)
+
+
+@dataclass
+class Section:
+    title: str
+    kind: str  # "abstract", "references" or "body"
+    start: int
+    end: int
+
+
+@dataclass
+class Sentence:
+    start: int
+    end: int
+    page: int | None  # 1-based page number, None for sources without pages
+    section: int | None  # index into ParsedDocument.sections
+    paragraph: int  # running paragraph index within the document
+    token_start: int = 0  # first token whose span starts inside the sentence
+    token_end: int = 0  # one past the last such token
+
+
+@dataclass
+class ParsedDocument:
+    source: str  # file path, "archive.zip!member/path" or "file.jsonl#id"
+    title: str
+    kind: str  # "pdf", "txt", "md", "html", "jsonl", "pydoc"
+    content_hash: str  # sha256 hex of the raw bytes (of the line for JSONL records)
+    text: str
+    pages: list[Page] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+    sentences: list[Sentence] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # Tokens: ids and the character span of each token in ``text`` (int32 arrays of equal length).
+    token_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    token_starts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    token_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+
+    @property
+    def needs_ocr_pages(self) -> list[int]:
+        return [p.number for p in self.pages if p.needs_ocr]

@@ -1,0 +1,58 @@
+"""The SQLite database of a library: engine set-up (WAL, foreign keys), schema creation and version check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event, select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from storage.models import SCHEMA_VERSION, Base, Meta
+
+
+class StorageError(Exception):
+    """The library on disk cannot be used as it is (wrong schema version, unreadable database)."""
+
+
+# Full-text index over sentences (BM25 lives in SQLite itself), kept in step with the table by triggers.
+_FTS_DDL = [
+    "CREATE VIRTUAL TABLE IF NOT EXISTS sentences_fts USING fts5("
+    "text, content='sentences', content_rowid='id', tokenize='porter unicode61')",
+    "CREATE TRIGGER IF NOT EXISTS sentences_ai AFTER INSERT ON sentences BEGIN "
+    "INSERT INTO sentences_fts(rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TRIGGER IF NOT EXISTS sentences_ad AFTER DELETE ON sentences BEGIN "
+    "INSERT INTO sentences_fts(sentences_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+]
+
+
+def _set_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 (DB-API connection)
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def open_database(path: Path) -> sessionmaker[Session]:
+    """Open (creating if needed) the library database at ``path`` and check its schema version."""
+    engine: Engine = create_engine(f"sqlite:///{path}")
+    event.listen(engine, "connect", _set_pragmas)
+    try:
+        with engine.begin() as connection:
+            Base.metadata.create_all(connection)
+            for statement in _FTS_DDL:
+                connection.execute(text(statement))
+    except Exception as error:  # an unreadable or foreign file
+        raise StorageError(f"cannot open the library database {path}: {error}") from error
+    factory = sessionmaker(engine, expire_on_commit=False)
+    with factory.begin() as session:
+        stored = session.scalar(select(Meta.value).where(Meta.key == "schema_version"))
+        if stored is None:
+            session.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+        elif stored != str(SCHEMA_VERSION):
+            raise StorageError(
+                f"the library at {path.parent} has schema version {stored}; this indexpool expects "
+                f"{SCHEMA_VERSION} (use another --home or a matching indexpool version)"
+            )
+    return factory

@@ -1,0 +1,152 @@
+"""The library store: atomic writes, no-op re-ingest, replacement, removal, BM25 search, schema version."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select, text
+
+from ingest.document import Page, ParsedDocument, Section, Sentence
+from storage.db import StorageError
+from storage.library import Library
+from storage.models import Document, Meta, PageRow, SentenceRow
+
+
+def make_document(source: str, sentences: list[str], page_of: list[int] | None = None) -> ParsedDocument:
+    """A parsed document whose text is the sentences joined by spaces, one token per word."""
+    text = " ".join(sentences)
+    spans, cursor = [], 0
+    for i, sentence in enumerate(sentences):
+        page = page_of[i] if page_of else None
+        spans.append(Sentence(cursor, cursor + len(sentence), page, 0, i))
+        cursor += len(sentence) + 1
+    words = [(m.start(), m.end()) for m in __import__("re").finditer(r"\S+", text)]
+    starts = np.array([s for s, _ in words], dtype=np.int32)
+    ends = np.array([e for _, e in words], dtype=np.int32)
+    pages = [Page(n, 0, len(text)) for n in sorted(set(page_of))] if page_of else []
+    return ParsedDocument(
+        source=source, title=Path(source).stem, kind="txt",
+        content_hash=hashlib.sha256(text.encode()).hexdigest(), text=text, pages=pages,
+        sections=[Section("Body", "body", 0, len(text))], sentences=spans,
+        token_ids=np.arange(len(words), dtype=np.int32), token_starts=starts, token_ends=ends,
+    )
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Library:
+    return Library(tmp_path / "home")
+
+
+def count(library: Library, model: type) -> int:
+    with library.session() as session:
+        return session.scalar(select(func.count()).select_from(model))
+
+
+def fts_rows(library: Library) -> int:
+    with library.session() as session:
+        return session.scalar(text("SELECT count(*) FROM sentences_fts WHERE sentences_fts MATCH 'zebra OR lion'"))
+
+
+def test_store_then_search_cites_exact_spans(library: Library) -> None:
+    doc = make_document("/a.txt", ["The zebra runs fast.", "A lion sleeps all day.", "Nothing here."], [1, 1, 2])
+    result = library.store("zoo", doc)
+    assert result.status == "ingested"
+    hits = library.search_sentences(["zoo"], "Where does the lion sleep?", limit=3)
+    assert hits and hits[0].text == "A lion sleeps all day."
+    stored = library.document(hits[0].document_id, with_text=True)
+    assert stored is not None and stored.text[hits[0].start : hits[0].end] == hits[0].text
+    assert hits[0].page == 1
+    tokens = library.document_tokens(result.document_id)
+    assert len(tokens["ids"]) == len(doc.token_ids)
+
+
+def test_unchanged_is_a_noop_and_changed_replaces(library: Library) -> None:
+    first = library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
+    again = library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
+    assert again.status == "unchanged" and again.document_id == first.document_id
+    old_file = library.document(first.document_id).array_file
+    changed = library.store("zoo", make_document("/a.txt", ["A lion sleeps all day."]))
+    assert changed.status == "replaced"
+    assert count(library, Document) == 1
+    assert not (library.arrays_dir / old_file).exists()
+    assert [h.text for h in library.search_sentences(["zoo"], "zebra", 5)] == []
+    assert fts_rows(library) == 1
+
+
+def test_same_content_under_another_name_is_a_duplicate(library: Library) -> None:
+    library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
+    assert library.store("zoo", make_document("/b.txt", ["The zebra runs fast."])).status == "duplicate"
+    assert library.store("other", make_document("/b.txt", ["The zebra runs fast."])).status == "ingested"
+
+
+def test_remove_document_removes_rows_index_and_files(library: Library) -> None:
+    result = library.store("zoo", make_document("/a.txt", ["The zebra runs fast.", "A lion."], [1, 2]))
+    array_file = library.document(result.document_id).array_file
+    library.remove_document(result.document_id)
+    assert count(library, Document) == count(library, SentenceRow) == count(library, PageRow) == 0
+    assert fts_rows(library) == 0
+    assert not (library.arrays_dir / array_file).exists()
+    with pytest.raises(StorageError, match="no document"):
+        library.remove_document(result.document_id)
+
+
+def test_remove_collection(library: Library) -> None:
+    library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
+    library.store("zoo", make_document("/b.txt", ["A lion sleeps."]))
+    assert library.remove_collection("zoo") == 2
+    assert library.collection_names() == []
+    assert list(library.arrays_dir.iterdir()) == []
+    with pytest.raises(StorageError, match="no collection named 'zoo'"):
+        library.search_sentences(["zoo"], "lion", 1)
+
+
+def test_failed_insert_leaves_old_version_and_no_files(library: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
+    before = sorted(p.name for p in library.arrays_dir.iterdir())
+
+    def broken_insert(*_args: object) -> int:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(library, "_insert_document", broken_insert)
+    with pytest.raises(RuntimeError):
+        library.store("zoo", make_document("/a.txt", ["A lion sleeps all day."]))
+    assert sorted(p.name for p in library.arrays_dir.iterdir()) == before
+    hits = library.search_sentences(["zoo"], "zebra", 5)
+    assert [h.text for h in hits] == ["The zebra runs fast."]
+
+
+def test_error_keeps_earlier_good_version(library: Library) -> None:
+    good = library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
+    result = library.record_error("zoo", "/a.txt", "damaged")
+    assert result.document_id == good.document_id and "kept" in result.message
+    assert library.document(good.document_id).status == "ingested"
+    failed = library.record_error("zoo", "/b.pdf", "encrypted: needs a password")
+    assert library.document(failed.document_id).status == "error"
+    infos = {c.name: c for c in library.collections()}
+    assert infos["zoo"].documents == 1 and infos["zoo"].errors == 1
+
+
+def test_repair_removes_orphan_array_files(tmp_path: Path) -> None:
+    library = Library(tmp_path)
+    library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
+    orphan = library.arrays_dir / "orphan.npz"
+    orphan.write_bytes(b"left by a crash")
+    reopened = Library(tmp_path)
+    assert not orphan.exists()
+    assert len(reopened.search_sentences(["zoo"], "zebra", 1)) == 1
+
+
+def test_schema_version_is_checked(tmp_path: Path) -> None:
+    library = Library(tmp_path)
+    with library.session() as session, session.begin():
+        session.get(Meta, "schema_version").value = "999"
+    with pytest.raises(StorageError, match="schema version 999"):
+        Library(tmp_path)
+
+
+def test_database_is_in_wal_mode(library: Library) -> None:
+    with library.session() as session:
+        assert session.scalar(text("PRAGMA journal_mode")) == "wal"
