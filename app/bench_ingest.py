@@ -114,19 +114,41 @@ def run_ingest_benchmark(
         texts = Path(scratch) / "texts"
         texts.mkdir()
         sliced = _text_slice(text_dirs, text_tokens, texts)
-        for name, inputs in (("pdfs", [str(p) for p in pdf_dirs]), (f"text_{sliced // 1000}k_tokens", [str(texts)])):
+        for name, inputs in (
+            ("pdfs", [str(p) for p in pdf_dirs]),
+            (f"text_{sliced // 1000}k_tokens", [str(texts)]),
+        ):
             home = Path(scratch) / f"home-{name}"
-            command = [sys.executable, "-m", "app.cli", "--home", str(home), "ingest", *inputs,
-                       "--collection", "bench", "--workers", str(workers), "--json"]
+            command = [
+                sys.executable,
+                "-m",
+                "app.cli",
+                "--home",
+                str(home),
+                "ingest",
+                *inputs,
+                "--collection",
+                "bench",
+                "--workers",
+                str(workers),
+                "--json",
+            ]
             say(f"{name}: {' '.join(command[2:])}")
             report, seconds, peak_sum_kb, peak_one_kb = _run_measured(command)
             summary = report["summary"]
             phase = {
-                "phase": name, "inputs": summary["files"], "ingested": summary["ingested"],
-                "errors": summary["errors"], "pages": summary["pages"], "tokens": summary["tokens"],
-                "seconds": round(seconds, 2), "pages_per_s": round(summary["pages"] / seconds, 2),
-                "tokens_per_s": round(summary["tokens"] / seconds), "peak_rss_mb": round(peak_sum_kb / 1024),
-                "peak_rss_largest_process_mb": round(peak_one_kb / 1024), "workers": workers,
+                "phase": name,
+                "inputs": summary["files"],
+                "ingested": summary["ingested"],
+                "errors": summary["errors"],
+                "pages": summary["pages"],
+                "tokens": summary["tokens"],
+                "seconds": round(seconds, 2),
+                "pages_per_s": round(summary["pages"] / seconds, 2),
+                "tokens_per_s": round(summary["tokens"] / seconds),
+                "peak_rss_mb": round(peak_sum_kb / 1024),
+                "peak_rss_largest_process_mb": round(peak_one_kb / 1024),
+                "workers": workers,
             }
             say("  " + ", ".join(f"{k}={v}" for k, v in phase.items() if k != "phase"))
             phases.append(phase)

@@ -46,14 +46,21 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     limits = Limits(timeout_s=args.timeout, max_file_bytes=int(args.max_file_mb * 2**20))
     started = time.perf_counter()
     events = []
-    for event in services.ingest([Path(p) for p in args.paths], args.collection, args.password, limits, args.workers):
+    for event in services.ingest(
+        [Path(p) for p in args.paths], args.collection, args.password, limits, args.workers
+    ):
         events.append(event)
         if not args.json:
             print(_event_line(event), flush=True)
     summary = services.summarize_events(events, time.perf_counter() - started)
     if args.json:
-        _print_json({"collection": args.collection, "files": [e.to_json() for e in events],
-                     "summary": summary.to_json()})
+        _print_json(
+            {
+                "collection": args.collection,
+                "files": [e.to_json() for e in events],
+                "summary": summary.to_json(),
+            }
+        )
     else:
         print(
             f"{summary.files} inputs: {summary.ingested} ingested, {summary.unchanged} unchanged, "
@@ -61,7 +68,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             f"({summary.pages_per_s:.1f} pages/s, {summary.tokens_per_s:,.0f} tokens/s)"
         )
     if summary.errors:
-        print(f"indexpool: error: {summary.errors} of {summary.files} inputs could not be ingested", file=sys.stderr)
+        print(
+            f"indexpool: error: {summary.errors} of {summary.files} inputs could not be ingested",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -74,24 +84,39 @@ def cmd_collections(args: argparse.Namespace) -> int:
     if not infos:
         print("no collections yet: indexpool ingest PATH --collection NAME")
     for info in infos:
-        print(f"{info.name}: {info.documents} documents, {info.pages} pages, {info.tokens:,} tokens, "
-              f"{info.sentences:,} sentences" + (f", {info.errors} failed" if info.errors else ""))
+        print(
+            f"{info.name}: {info.documents} documents, {info.pages} pages, {info.tokens:,} tokens, "
+            f"{info.sentences:,} sentences" + (f", {info.errors} failed" if info.errors else "")
+        )
     return 0
 
 
 def cmd_documents(args: argparse.Namespace) -> int:
     documents = _services(args).documents(args.collection)
     rows = [
-        {"id": d.id, "title": d.title, "source": d.source, "kind": d.kind, "status": d.status, "error": d.error,
-         "pages": d.pages, "tokens": d.tokens, "sentences": d.sentence_count, "needs_ocr_pages": d.needs_ocr_pages,
-         "warnings": d.warnings, "content_hash": d.content_hash}
+        {
+            "id": d.id,
+            "title": d.title,
+            "source": d.source,
+            "kind": d.kind,
+            "status": d.status,
+            "error": d.error,
+            "pages": d.pages,
+            "tokens": d.tokens,
+            "sentences": d.sentence_count,
+            "needs_ocr_pages": d.needs_ocr_pages,
+            "warnings": d.warnings,
+            "content_hash": d.content_hash,
+        }
         for d in documents
     ]
     if args.json:
         _print_json(rows)
         return 0
     for row in rows:
-        detail = row["error"] if row["status"] == "error" else f"{row['pages']} pages, {row['tokens']:,} tokens"
+        detail = (
+            row["error"] if row["status"] == "error" else f"{row['pages']} pages, {row['tokens']:,} tokens"
+        )
         ocr = f", needs OCR: pages {row['needs_ocr_pages']}" if row["needs_ocr_pages"] else ""
         print(f"{row['id']:>6}  {row['status']:<8}  {row['title'][:60]:<60}  {detail}{ocr}")
     return 0
@@ -103,10 +128,15 @@ def cmd_remove(args: argparse.Namespace) -> int:
         removed = [{"id": d.id, "source": d.source} for d in services.remove(args.collection, args.documents)]
         report: dict[str, Any] = {"collection": args.collection, "removed": removed}
     elif args.all:
-        report = {"collection": args.collection, "removed_collection": True,
-                  "documents": services.remove_collection(args.collection)}
+        report = {
+            "collection": args.collection,
+            "removed_collection": True,
+            "documents": services.remove_collection(args.collection),
+        }
     else:
-        raise UserError("name the documents to remove (id, source or title), or pass --all to remove the collection")
+        raise UserError(
+            "name the documents to remove (id, source or title), or pass --all to remove the collection"
+        )
     if args.json:
         _print_json(report)
     elif "removed" in report:
@@ -168,8 +198,11 @@ def cmd_bench_ingest(args: argparse.Namespace) -> int:
     from app.bench_ingest import run_ingest_benchmark
 
     report = run_ingest_benchmark(
-        pdf_dirs=[Path(p) for p in args.pdfs], text_dirs=[Path(p) for p in args.texts],
-        text_tokens=args.text_tokens, workers=args.workers, progress=None if args.json else print,
+        pdf_dirs=[Path(p) for p in args.pdfs],
+        text_dirs=[Path(p) for p in args.texts],
+        text_tokens=args.text_tokens,
+        workers=args.workers,
+        progress=None if args.json else print,
     )
     if args.json:
         _print_json(report)
@@ -218,11 +251,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve = command("serve", cmd_serve, "start the web app", json_flag=False)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=_positive_int, default=7860)
-    serve.add_argument("--no-sample", action="store_true", help="do not build the sample library on first start")
+    serve.add_argument(
+        "--no-sample", action="store_true", help="do not build the sample library on first start"
+    )
 
     bench_ingest = command("bench-ingest", cmd_bench_ingest, "measure ingestion throughput and peak RSS")
-    bench_ingest.add_argument("--pdfs", nargs="*", default=[], help="folders of PDFs (default: shared papers)")
-    bench_ingest.add_argument("--texts", nargs="*", default=[], help="folders of .txt (default: shared books)")
+    bench_ingest.add_argument(
+        "--pdfs", nargs="*", default=[], help="folders of PDFs (default: shared papers)"
+    )
+    bench_ingest.add_argument(
+        "--texts", nargs="*", default=[], help="folders of .txt (default: shared books)"
+    )
     bench_ingest.add_argument("--text-tokens", type=_positive_int, default=1_000_000)
     bench_ingest.add_argument("--workers", type=_positive_int, default=min(2, os.cpu_count() or 1))
     return parser

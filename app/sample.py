@@ -35,7 +35,15 @@ def build_sample(
             say(f"  [{event.index}/{event.total}] {event.source}: {event.status} {event.message}".rstrip())
     summary = services.summarize_events(events, time.perf_counter() - started)
     info = next(c for c in services.collections() if c.name == STDLIB_COLLECTION)
-    say(f"sample library '{STDLIB_COLLECTION}': {info.documents} documents, {info.tokens:,} tokens, "
-        f"{info.sentences:,} sentences ({summary.seconds:.0f} s)")
-    return {"collection": STDLIB_COLLECTION, "documents": info.documents, "tokens": info.tokens,
-            "sentences": info.sentences, "seconds": round(summary.seconds, 1), "errors": summary.errors}
+    say(
+        f"sample library '{STDLIB_COLLECTION}': {info.documents} documents, {info.tokens:,} tokens, "
+        f"{info.sentences:,} sentences ({summary.seconds:.0f} s)"
+    )
+    return {
+        "collection": STDLIB_COLLECTION,
+        "documents": info.documents,
+        "tokens": info.tokens,
+        "sentences": info.sentences,
+        "seconds": round(summary.seconds, 1),
+        "errors": summary.errors,
+    }

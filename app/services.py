@@ -64,7 +64,10 @@ class IngestSummary:
         return self.tokens / self.seconds if self.seconds else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self) | {"pages_per_s": round(self.pages_per_s, 2), "tokens_per_s": round(self.tokens_per_s)}
+        return asdict(self) | {
+            "pages_per_s": round(self.pages_per_s, 2),
+            "tokens_per_s": round(self.tokens_per_s),
+        }
 
 
 def file_hash(item: InputItem) -> str:
@@ -163,14 +166,23 @@ class Services:
     ) -> IngestEvent:
         if isinstance(result, IngestError):
             stored = self.library.record_error(collection, result.source, result.reason)
-            return IngestEvent(index, total, result.source, "error", stored.message, stored.document_id,
-                               seconds=seconds)
+            return IngestEvent(
+                index, total, result.source, "error", stored.message, stored.document_id, seconds=seconds
+            )
         stored = self.library.store(collection, result)
         message = stored.message or "; ".join(result.warnings)
         return IngestEvent(
-            index, total, result.source, stored.status, message, stored.document_id,
-            pages=len(result.pages), tokens=int(len(result.token_ids)), sentences=len(result.sentences),
-            needs_ocr_pages=result.needs_ocr_pages, seconds=seconds,
+            index,
+            total,
+            result.source,
+            stored.status,
+            message,
+            stored.document_id,
+            pages=len(result.pages),
+            tokens=int(len(result.token_ids)),
+            sentences=len(result.sentences),
+            needs_ocr_pages=result.needs_ocr_pages,
+            seconds=seconds,
         )
 
     @staticmethod
@@ -219,18 +231,35 @@ class Services:
     ) -> None:
         with self.library.session() as session, session.begin():
             row = AnswerRow(
-                session_id=session_id, question=question, collections=collections, answer=answer.answer,
-                reader=answer.reader, settings={"top_k": top_k}, timings_ms=answer.timings_ms,
+                session_id=session_id,
+                question=question,
+                collections=collections,
+                answer=answer.answer,
+                reader=answer.reader,
+                settings={"top_k": top_k},
+                timings_ms=answer.timings_ms,
             )
             row.citations = [
-                CitationRow(rank=i, document_id=c.doc, source=c.source, title=c.title, page=c.page, start=c.start,
-                            end=c.end, text=c.text, score=c.score)
+                CitationRow(
+                    rank=i,
+                    document_id=c.doc,
+                    source=c.source,
+                    title=c.title,
+                    page=c.page,
+                    start=c.start,
+                    end=c.end,
+                    text=c.text,
+                    score=c.score,
+                )
                 for i, c in enumerate(answer.citations)
             ]
             session.add(row)
             session.add(
-                MetricRecord(kind="ask", session_id=session_id, collection=",".join(collections),
-                             total_ms=answer.timings_ms["total"], data={"timings_ms": answer.timings_ms,
-                                                                         "reader": answer.reader})
+                MetricRecord(
+                    kind="ask",
+                    session_id=session_id,
+                    collection=",".join(collections),
+                    total_ms=answer.timings_ms["total"],
+                    data={"timings_ms": answer.timings_ms, "reader": answer.reader},
+                )
             )
-

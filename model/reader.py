@@ -38,7 +38,11 @@ class Answer:
         return {
             "answer": self.answer,
             "citations": [
-                {k: v for k, v in asdict(c).items() if k in {"doc", "title", "page", "start", "end", "text", "score"}}
+                {
+                    k: v
+                    for k, v in asdict(c).items()
+                    if k in {"doc", "title", "page", "start", "end", "text", "score"}
+                }
                 | {"source": c.source}
                 for c in self.citations
             ],
@@ -77,7 +81,9 @@ class BM25Reader:
             chosen = [c for c in citations[: self.answer_sentences] if c.score >= self.relative_score * best]
             text = " ".join(f"{c.text} [{i + 1}]" for i, c in enumerate(chosen))
         total_ms = (time.perf_counter() - started) * 1000
-        return Answer(text, citations, self.name, {"retrieve": round(retrieve_ms, 2), "total": round(total_ms, 2)})
+        return Answer(
+            text, citations, self.name, {"retrieve": round(retrieve_ms, 2), "total": round(total_ms, 2)}
+        )
 
 
 READERS: dict[str, type] = {"bm25": BM25Reader}

@@ -173,7 +173,9 @@ class Library:
             collection_id = self._get_or_create_collection(session, collection)
             session.commit()
             previous = session.scalar(
-                select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
+                select(Document).where(
+                    Document.collection_id == collection_id, Document.source == parsed.source
+                )
             )
             if previous is not None and previous.status == "ingested":
                 if previous.content_hash == parsed.content_hash:
@@ -200,7 +202,9 @@ class Library:
         try:
             with self.session() as session, session.begin():
                 previous = session.scalar(
-                    select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
+                    select(Document).where(
+                        Document.collection_id == collection_id, Document.source == parsed.source
+                    )
                 )
                 if previous is not None:
                     old_array_file = previous.array_file
@@ -214,7 +218,9 @@ class Library:
         replaced = previous is not None and previous.status == "ingested"
         return StoreResult("replaced" if replaced else "ingested", document_id)
 
-    def _insert_document(self, session: Session, collection_id: int, parsed: ParsedDocument, array_file: str) -> int:
+    def _insert_document(
+        self, session: Session, collection_id: int, parsed: ParsedDocument, array_file: str
+    ) -> int:
         document = Document(
             collection_id=collection_id,
             source=parsed.source,
@@ -237,8 +243,13 @@ class Library:
             session.execute(
                 insert(PageRow),
                 [
-                    {"document_id": document.id, "number": p.number, "start": p.start, "end": p.end,
-                     "needs_ocr": p.needs_ocr}
+                    {
+                        "document_id": document.id,
+                        "number": p.number,
+                        "start": p.start,
+                        "end": p.end,
+                        "needs_ocr": p.needs_ocr,
+                    }
                     for p in parsed.pages
                 ],
             )
@@ -246,8 +257,14 @@ class Library:
             session.execute(
                 insert(SectionRow),
                 [
-                    {"document_id": document.id, "idx": i, "title": s.title, "kind": s.kind, "start": s.start,
-                     "end": s.end}
+                    {
+                        "document_id": document.id,
+                        "idx": i,
+                        "title": s.title,
+                        "kind": s.kind,
+                        "start": s.start,
+                        "end": s.end,
+                    }
                     for i, s in enumerate(parsed.sections)
                 ],
             )
@@ -255,9 +272,18 @@ class Library:
             session.execute(
                 insert(SentenceRow),
                 [
-                    {"document_id": document.id, "idx": i, "page": s.page, "section_idx": s.section,
-                     "paragraph": s.paragraph, "start": s.start, "end": s.end, "token_start": s.token_start,
-                     "token_end": s.token_end, "text": parsed.text[s.start : s.end]}
+                    {
+                        "document_id": document.id,
+                        "idx": i,
+                        "page": s.page,
+                        "section_idx": s.section,
+                        "paragraph": s.paragraph,
+                        "start": s.start,
+                        "end": s.end,
+                        "token_start": s.token_start,
+                        "token_end": s.token_end,
+                        "text": parsed.text[s.start : s.end],
+                    }
                     for i, s in enumerate(parsed.sentences)
                 ],
             )
@@ -314,7 +340,9 @@ class Library:
     def repair(self) -> list[str]:
         """Delete array files no document references (left by a crash between file write and commit)."""
         with self.session() as session:
-            referenced = set(session.scalars(select(Document.array_file).where(Document.array_file.is_not(None))))
+            referenced = set(
+                session.scalars(select(Document.array_file).where(Document.array_file.is_not(None)))
+            )
         removed = []
         for path in self.arrays_dir.iterdir():
             if path.name not in referenced:
@@ -337,7 +365,7 @@ class Library:
             placeholders = ", ".join(f":c{i}" for i in range(len(collection_ids)))
             rows = session.execute(
                 text(
-                    "SELECT s.id, s.document_id, d.source, d.title, s.page, s.start, s.\"end\", s.text, "
+                    'SELECT s.id, s.document_id, d.source, d.title, s.page, s.start, s."end", s.text, '
                     "-bm25(sentences_fts) AS score FROM sentences_fts "
                     "JOIN sentences s ON s.id = sentences_fts.rowid JOIN documents d ON d.id = s.document_id "
                     f"WHERE sentences_fts MATCH :match AND d.collection_id IN ({placeholders}) "

@@ -28,10 +28,17 @@ def make_document(source: str, sentences: list[str], page_of: list[int] | None =
     ends = np.array([e for _, e in words], dtype=np.int32)
     pages = [Page(n, 0, len(text)) for n in sorted(set(page_of))] if page_of else []
     return ParsedDocument(
-        source=source, title=Path(source).stem, kind="txt",
-        content_hash=hashlib.sha256(text.encode()).hexdigest(), text=text, pages=pages,
-        sections=[Section("Body", "body", 0, len(text))], sentences=spans,
-        token_ids=np.arange(len(words), dtype=np.int32), token_starts=starts, token_ends=ends,
+        source=source,
+        title=Path(source).stem,
+        kind="txt",
+        content_hash=hashlib.sha256(text.encode()).hexdigest(),
+        text=text,
+        pages=pages,
+        sections=[Section("Body", "body", 0, len(text))],
+        sentences=spans,
+        token_ids=np.arange(len(words), dtype=np.int32),
+        token_starts=starts,
+        token_ends=ends,
     )
 
 
@@ -47,11 +54,15 @@ def count(library: Library, model: type) -> int:
 
 def fts_rows(library: Library) -> int:
     with library.session() as session:
-        return session.scalar(text("SELECT count(*) FROM sentences_fts WHERE sentences_fts MATCH 'zebra OR lion'"))
+        return session.scalar(
+            text("SELECT count(*) FROM sentences_fts WHERE sentences_fts MATCH 'zebra OR lion'")
+        )
 
 
 def test_store_then_search_cites_exact_spans(library: Library) -> None:
-    doc = make_document("/a.txt", ["The zebra runs fast.", "A lion sleeps all day.", "Nothing here."], [1, 1, 2])
+    doc = make_document(
+        "/a.txt", ["The zebra runs fast.", "A lion sleeps all day.", "Nothing here."], [1, 1, 2]
+    )
     result = library.store("zoo", doc)
     assert result.status == "ingested"
     hits = library.search_sentences(["zoo"], "Where does the lion sleep?", limit=3)
@@ -103,7 +114,9 @@ def test_remove_collection(library: Library) -> None:
         library.search_sentences(["zoo"], "lion", 1)
 
 
-def test_failed_insert_leaves_old_version_and_no_files(library: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_insert_leaves_old_version_and_no_files(
+    library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
     library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
     before = sorted(p.name for p in library.arrays_dir.iterdir())
 
