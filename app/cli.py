@@ -64,7 +64,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     else:
         print(
             f"{summary.files} inputs: {summary.ingested} ingested, {summary.unchanged} unchanged, "
-            f"{summary.errors} errors; {summary.pages} pages, {summary.tokens:,} tokens in {summary.seconds:.1f} s "
+            f"{summary.errors} failed; {summary.pages} pages, {summary.tokens:,} tokens in {summary.seconds:.1f} s "
             f"({summary.pages_per_s:.1f} pages/s, {summary.tokens_per_s:,.0f} tokens/s)"
         )
     if summary.errors:
@@ -209,8 +209,27 @@ def cmd_bench_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _delegate(module_name: str, prog: str):  # noqa: ANN202
+    """A handler passing the remaining arguments to ``module.add_arguments`` / ``module.run`` (imported lazily,
+    so that commands which do not need torch start fast)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        import importlib
+
+        module = importlib.import_module(module_name)
+        parser = argparse.ArgumentParser(prog=f"indexpool {prog}")
+        module.add_arguments(parser)
+        delegated = parser.parse_args(args.rest)
+        delegated.home = args.home
+        return module.run(delegated)
+
+    return handler
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="indexpool", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="indexpool", description="IndexPool: ingest long documents, ask questions with checkable citations."
+    )
     parser.add_argument("--home", help=f"library folder (default: ${HOME_ENV} or the user data dir)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -264,6 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench_ingest.add_argument("--text-tokens", type=_positive_int, default=1_000_000)
     bench_ingest.add_argument("--workers", type=_positive_int, default=min(2, os.cpu_count() or 1))
+    for name, module_name, help_text in (
+        ("bench", "model.indexpool.bench", "indexer benchmark: latency, memory and recall per method (see --help)"),
+        ("eval", "model.evaluation.cli", "evaluate qa, summarize or niah against baselines (see --help)"),
+    ):
+        delegated = commands.add_parser(name, help=help_text, add_help=False)
+        delegated.add_argument("rest", nargs=argparse.REMAINDER)
+        delegated.set_defaults(handler=_delegate(module_name, name))
     return parser
 
 

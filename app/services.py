@@ -6,6 +6,8 @@ Neither front end touches the database or the ingestion pipeline directly; both 
 from __future__ import annotations
 
 import hashlib
+import re
+import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -111,7 +113,12 @@ class Services:
                 ids = ", ".join(str(d.id) for d in matches)
                 raise UserError(f"'{ref}' names several documents in '{collection}' (ids {ids}); use an id")
             chosen.append(matches[0])
-        return [self.library.remove_document(d.id) for d in chosen]
+        removed = [self.library.remove_document(d.id) for d in chosen]
+        uploads = self.library.home / "uploads"
+        for document in removed:  # an uploaded copy goes with its document
+            if Path(document.source).parent.parent == uploads:
+                Path(document.source).unlink(missing_ok=True)
+        return removed
 
     def remove_collection(self, collection: str) -> int:
         try:
@@ -154,6 +161,27 @@ class Services:
                 results = [IngestError(item.source, "no text found")]
             for result in results:
                 yield self._store(collection, result, index, total, seconds / len(results))
+
+    def uploads_dir(self, collection: str) -> Path:
+        """Where uploaded files of ``collection`` are kept under the names their users gave them."""
+        safe = re.sub(r"[^\w.-]+", "_", collection).strip("._") or "collection"
+        return self.library.home / "uploads" / safe
+
+    def ingest_uploads(
+        self, files: Iterable[Path], collection: str, password: str | None = None, limits: Limits | None = None
+    ) -> Iterator[IngestEvent]:
+        """Ingest uploaded temporary files: each is first copied into ``uploads_dir`` under its own name, so a
+        changed file uploaded again replaces its earlier version instead of adding a second document."""
+        target = self.uploads_dir(collection)
+        target.mkdir(parents=True, exist_ok=True)
+        staged: list[Path] = []
+        for file in files:
+            destination = target / Path(file).name
+            if destination in staged:  # two uploads with the same name in one batch
+                destination = target / f"{destination.stem}-{len(staged)}{destination.suffix}"
+            shutil.copyfile(file, destination)
+            staged.append(destination)
+        yield from self.ingest(staged, collection, password, limits)
 
     def ingest_texts(self, documents: Iterable[ParsedDocument], collection: str) -> Iterator[IngestEvent]:
         """Store documents already parsed in memory (e.g. the embedded standard-library sample)."""
@@ -212,7 +240,7 @@ class Services:
         if not question.strip():
             raise UserError("the question is empty")
         if not collections:
-            raise UserError("choose at least one collection (--collection NAME)")
+            raise UserError("choose at least one collection to ask over")
         if top_k < 1 or top_k > 100:
             raise UserError(f"top-k must be between 1 and 100, got {top_k}")
         if reader not in READERS:

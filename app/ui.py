@@ -21,7 +21,7 @@ from app.services import IngestEvent, Services, UserError
 from storage.db import StorageError
 
 DEFAULT_COLLECTION = "default"
-UPLOAD_TYPES = [".pdf", ".txt", ".md", ".html", ".htm", ".jsonl", ".zip"]
+UPLOAD_TYPES = [".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".zip"]
 DOCUMENT_COLUMNS = ["id", "title", "status", "pages", "tokens", "needs OCR", "error"]
 CITATION_COLUMNS = ["rank", "document", "page", "quoted sentence", "score"]
 # Offline means offline: system fonts instead of the default theme's web fonts.
@@ -80,24 +80,24 @@ def refresh(services: Services, collection: str, asked: list[str] | None) -> tup
     )
 
 
-def _display_name(source: str, upload_dirs: list[str]) -> str:
-    """An uploaded file as the user named it: its source without Gradio's temporary folder."""
-    for folder in upload_dirs:
-        source = source.replace(folder, "")
-    return source
+def _upload_folders(services: Services) -> re.Pattern[str]:
+    """The library's folder of uploaded files, as it appears in sources and messages."""
+    return re.compile(re.escape(f"{services.library.home.resolve()}/uploads/") + r"[^/]+/")
 
 
-def _event_line(event: IngestEvent, upload_dirs: list[str]) -> str:
-    line = f"[{event.index}/{event.total}] {_display_name(event.source, upload_dirs)}: {event.status}"
+def _display_name(text: str, upload_folders: re.Pattern[str]) -> str:
+    """A source (or a message naming sources) with uploaded files shown by the names the user gave them."""
+    return upload_folders.sub("", text)
+
+
+def _event_line(event: IngestEvent, upload_folders: re.Pattern[str]) -> str:
+    line = f"[{event.index}/{event.total}] {_display_name(event.source, upload_folders)}: {event.status}"
     if event.status in ("ingested", "replaced"):
-        line += (
-            f" ({event.pages} pages, {event.tokens:,} tokens, {event.sentences:,} sentences, "
-            f"{event.seconds:.1f} s)"
-        )
+        line += f" ({event.pages} pages, {event.tokens:,} tokens, {event.sentences:,} sentences, {event.seconds:.1f} s)"
     if event.needs_ocr_pages:
         line += f" - needs OCR: no text on pages {', '.join(map(str, event.needs_ocr_pages))}"
     if event.message:
-        line += f" - {_display_name(event.message, upload_dirs)}"
+        line += f" - {_display_name(event.message, upload_folders)}"
     return line
 
 
@@ -116,18 +116,17 @@ def ingest_files(
     if not files:
         yield _fail(UserError("choose one or more files to upload first")), *_UNCHANGED
         return
-    paths = [Path(f).resolve() for f in files]
-    upload_dirs = sorted({f"{path.parent}/" for path in paths}, key=len, reverse=True)
-    lines = [f"ingesting {len(paths)} uploaded file(s) into '{collection}' ..."]
+    upload_folders = _upload_folders(services)
+    lines = [f"ingesting {len(files)} uploaded file(s) into '{collection}' ..."]
     yield "\n".join(lines), *_UNCHANGED
     progress(0, desc="reading the uploaded files")
     started = time.perf_counter()
     events: list[IngestEvent] = []
     try:
-        for event in services.ingest(paths, collection, password or None):
+        for event in services.ingest_uploads([Path(f) for f in files], collection, password or None):
             events.append(event)
-            lines.append(_event_line(event, upload_dirs))
-            progress((event.index, event.total), desc=_display_name(event.source, upload_dirs), unit="files")
+            lines.append(_event_line(event, upload_folders))
+            progress((event.index, event.total), desc=_display_name(event.source, upload_folders), unit="files")
             yield "\n".join(lines), *_UNCHANGED
     except (UserError, StorageError) as error:
         lines.append(_fail(error))
@@ -135,16 +134,14 @@ def ingest_files(
         summary = services.summarize_events(events, time.perf_counter() - started)
         lines.append(
             f"done: {summary.files} inputs, {summary.ingested} ingested, {summary.unchanged} unchanged, "
-            f"{summary.errors} errors; {summary.pages} pages, {summary.tokens:,} tokens "
+            f"{summary.errors} failed; {summary.pages} pages, {summary.tokens:,} tokens "
             f"in {summary.seconds:.1f} s ({summary.pages_per_s:.1f} pages/s, "
             f"{summary.tokens_per_s:,.0f} tokens/s)"
         )
     yield "\n".join(lines), *refresh(services, collection, asked)
 
 
-def delete_document(
-    services: Services, collection: str, reference: str, asked: list[str] | None
-) -> tuple[Any, ...]:
+def delete_document(services: Services, collection: str, reference: str, asked: list[str] | None) -> tuple[Any, ...]:
     """Remove one document (by id or title) from ``collection``; returns a status line and refreshed views."""
     if not reference.strip():
         return _fail(UserError("type the id or title of the document to delete")), *_UNCHANGED
@@ -195,9 +192,7 @@ def build_app(services: Services) -> gr.Blocks:
                         info="choose one or type a new name",
                         elem_id="collection",
                     )
-                    password = gr.Textbox(
-                        label="PDF password (optional)", type="password", elem_id="pdf-password"
-                    )
+                    password = gr.Textbox(label="PDF password (optional)", type="password", elem_id="pdf-password")
                 upload = gr.File(
                     file_count="multiple",
                     file_types=UPLOAD_TYPES,
@@ -205,20 +200,17 @@ def build_app(services: Services) -> gr.Blocks:
                     elem_id="upload",
                 )
                 ingest_button = gr.Button("Ingest", variant="primary", elem_id="ingest-btn")
-                log = gr.Textbox(
-                    label="Ingestion log", lines=8, max_lines=20, interactive=False, elem_id="ingest-log"
-                )
+                log = gr.Textbox(label="Ingestion log", lines=8, max_lines=20, interactive=False, elem_id="ingest-log")
                 documents = gr.Dataframe(
                     headers=DOCUMENT_COLUMNS,
                     label="Documents",
                     interactive=False,
                     wrap=True,
+                    column_widths=["6%", "38%", "9%", "7%", "9%", "10%", "21%"],
                     elem_id="documents",
                 )
                 with gr.Row():
-                    reference = gr.Textbox(
-                        label="Document to delete (id or title)", elem_id="delete-id", scale=3
-                    )
+                    reference = gr.Textbox(label="Document to delete (id or title)", elem_id="delete-id", scale=3)
                     delete_button = gr.Button("Delete", variant="stop", elem_id="delete-btn", scale=1)
                 library_status = gr.Markdown(elem_id="library-status")
             with gr.Tab("Ask", id="ask"):
@@ -237,6 +229,7 @@ def build_app(services: Services) -> gr.Blocks:
                     label="Citations",
                     interactive=False,
                     wrap=True,
+                    column_widths=["6%", "24%", "6%", "56%", "8%"],
                     elem_id="citations",
                 )
                 timing = gr.Markdown(elem_id="timing")
@@ -266,9 +259,7 @@ def build_app(services: Services) -> gr.Blocks:
     return app
 
 
-def serve(
-    services: Services, host: str = "127.0.0.1", port: int = 7860, build_sample_if_empty: bool = True
-) -> None:
+def serve(services: Services, host: str = "127.0.0.1", port: int = 7860, build_sample_if_empty: bool = True) -> None:
     """Start the app on ``host:port`` (never shared); an empty library gets the sample library first."""
     if build_sample_if_empty and not services.collections():
         build_sample(services, progress=print)

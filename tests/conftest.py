@@ -21,5 +21,6 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "library"
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh library folder, outside ``tmp_path`` so tests can ingest all of ``tmp_path``."""
+    return tmp_path_factory.mktemp("library")

@@ -73,12 +73,13 @@ def test_reingest_is_a_noop(papers_home: Path, shared_data: Path, capsys: pytest
 def test_mixed_batch_ingests_the_good_and_names_the_bad(
     home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    good = tmp_path / "notes.txt"
-    good.write_text("Attention is all you need. Linear attention runs in linear time.\n", encoding="utf-8")
-    (tmp_path / "empty.txt").write_bytes(b"")
-    (tmp_path / "five.pdf").write_bytes(b"%PDF-")
-    (tmp_path / "sheet.xlsx").write_bytes(b"PK\x03\x04 not really")
-    code, out, err = run(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "mixed")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    (inputs / "notes.txt").write_text("Attention is all you need. Linear attention runs in linear time.\n")
+    (inputs / "empty.txt").write_bytes(b"")
+    (inputs / "five.pdf").write_bytes(b"%PDF-")
+    (inputs / "sheet.xlsx").write_bytes(b"PK\x03\x04 not really")
+    code, out, err = run(capsys, "--home", str(home), "ingest", str(inputs), "--collection", "mixed")
     assert code == 1 and err.strip().count("\n") == 0 and "3 of 4" in err
     assert "notes.txt: ingested" in out
     for name in ("empty.txt", "five.pdf", "sheet.xlsx"):
@@ -94,7 +95,7 @@ def test_remove_by_id_and_whole_collection(
         (tmp_path / f"{name}.txt").write_text(
             f"Document {name} talks about {name}-things.\n", encoding="utf-8"
         )
-    assert main(["--home", str(home), "ingest", str(tmp_path), "--collection", "c"]) == 0
+    assert run(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "c")[0] == 0
     documents = run_json(capsys, "--home", str(home), "documents", "--collection", "c")
     removed = run_json(capsys, "--home", str(home), "remove", "--collection", "c", str(documents[0]["id"]))
     assert removed["removed"][0]["id"] == documents[0]["id"]
