@@ -20,6 +20,9 @@ class IngestError(Exception):
         self.source = source
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # picklable across worker processes
+        return (IngestError, (self.source, self.reason))
+
 
 @dataclass
 class Page:

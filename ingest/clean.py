@@ -1,0 +1,132 @@
+"""Text cleaning: character normalization for every source; header/footer removal and reflow for PDF pages."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+
+from ingest.segment import heading_title
+
+_LIGATURES = str.maketrans({
+    "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
+    "\ufb06": "st", "\u0132": "IJ", "\u0133": "ij", "\u00ad": "",
+})
+_NEWLINES = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+# Controls, zero-width characters, and lone surrogates (from JSON escapes or broken PDF fonts; not storable as UTF-8).
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\ufffe\uffff\ud800-\udfff]")
+_SPACES = re.compile(r"[\t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+_INNER_SPACES = re.compile(r"(?<=\S) {2,}")
+_TRAILING_SPACES = re.compile(r" +$", re.MULTILINE)
+_BLANK_LINES = re.compile(r"\n{3,}")
+# PDF fonts often draw accents as separate spacing characters before the letter: "F¨arber" → "Färber".
+_SPACING_ACCENT = re.compile("([\u00a8\u00b4\u02dc\u02c6\u02c7\u02da\u02d8])([A-Za-z])")
+_COMBINING = {"\u00a8": "\u0308", "\u00b4": "\u0301", "\u02dc": "\u0303", "\u02c6": "\u0302", "\u02c7": "\u030c",
+              "\u02da": "\u030a", "\u02d8": "\u0306"}
+_DIGITS = re.compile(r"\d+")
+_PAGE_NUMBER = re.compile(r"(?:page\s+)?[-\u2013\u2014(\[]?\s*(?:\d{1,4}|(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3}))"
+                          r"\s*[-\u2013\u2014)\]]?(?:\s*(?:of|/)\s*\d{1,4})?", re.IGNORECASE)
+_BULLET = re.compile(r"[\u2022\u25e6\u25aa\u2023\u25cf\u25a0\u2013*-]\s")
+_SENTENCE_END = re.compile(r"[.!?:][\"'\u201d\u2019)\]]*$")
+_HYPHENATED = re.compile(r"(\S*\w)-$")
+# Prefixes that keep their hyphen across a line break: "self-\nattention" → "self-attention".
+_HYPHEN_PREFIXES = {"self", "non", "cross", "well", "semi", "state", "end", "fine", "real", "zero", "few", "post"}
+_PUNCTUATION = ".,;:!?()[]{}\"'\u201c\u201d\u2018\u2019"
+_EDGE_LINES = 3  # lines at the top and bottom of a page that may be running headers or footers
+
+
+def normalize_text(text: str) -> str:
+    """Unicode NFC, ligatures expanded, control characters dropped, whitespace tidied, at most one blank line."""
+    text = _NEWLINES.sub("\n", text)
+    text = _CONTROL.sub("", text.translate(_LIGATURES))
+    text = unicodedata.normalize("NFC", _SPACES.sub(" ", text))
+    text = _TRAILING_SPACES.sub("", _INNER_SPACES.sub(" ", text))
+    return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def clean_pdf_pages(pages: list[str]) -> list[str]:
+    """Clean the raw text of each PDF page and reflow its lines into paragraphs separated by blank lines."""
+    lines = [_page_lines(page) for page in pages]
+    repeated = _repeated_edge_lines(lines)
+    vocabulary = {word.strip(_PUNCTUATION).lower() for page in lines for line in page for word in line.split()}
+    return [_reflow(_drop_edges(page, repeated), vocabulary) for page in lines]
+
+
+def _page_lines(page: str) -> list[str]:
+    page = _SPACING_ACCENT.sub(_compose_accent, page)
+    return [line.strip() for line in normalize_text(page).split("\n") if line.strip()]
+
+
+def _compose_accent(match: re.Match[str]) -> str:
+    composed = unicodedata.normalize("NFC", match.group(2) + _COMBINING[match.group(1)])
+    return composed if len(composed) == 1 else match.group(0)  # "don\u00b4t" is an apostrophe, not an accent
+
+
+def _key(line: str) -> str:
+    return " ".join(_DIGITS.sub("#", line.lower()).split())
+
+
+def _repeated_edge_lines(pages: list[list[str]]) -> set[str]:
+    """Normalized lines found at the top or bottom of many pages: running headers, footers, page numbers."""
+    with_text = [page for page in pages if page]
+    if len(with_text) < 3:
+        return set()
+    counts: Counter[str] = Counter()
+    for page in with_text:
+        counts.update({_key(line) for line in page[:_EDGE_LINES] + page[-_EDGE_LINES:] if len(line) < 150})
+    threshold = max(3, math.ceil(0.4 * len(with_text)))
+    return {key for key, count in counts.items() if count >= threshold}
+
+
+def _drop_edges(page: list[str], repeated: set[str]) -> list[str]:
+    kept = []
+    for i, line in enumerate(page):
+        edge = i < _EDGE_LINES or i >= len(page) - _EDGE_LINES
+        if edge and (_key(line) in repeated or (i < 2 or i >= len(page) - 2) and _PAGE_NUMBER.fullmatch(line)):
+            continue
+        kept.append(line)
+    return kept
+
+
+def _reflow(lines: list[str], vocabulary: set[str]) -> str:
+    """Join lines into paragraphs: undo hyphenation, break at headings, bullets and short final lines."""
+    if not lines:
+        return ""
+    lengths = sorted(len(line) for line in lines)
+    typical = lengths[int(0.8 * (len(lengths) - 1))]
+    headings = [heading_title(line) is not None for line in lines]
+    out = [lines[0]]
+    for i in range(1, len(lines)):
+        prev, line = lines[i - 1], lines[i]
+        if headings[i - 1] or headings[i] or _BULLET.match(line):
+            separator = "\n\n"
+        elif (hyphen := _HYPHENATED.search(prev)) is not None:
+            if not _keep_hyphen(hyphen.group(1), line, vocabulary):
+                out[-1] = out[-1][:-1]
+            separator = ""
+        elif len(prev) < 0.6 * typical or (len(prev) < 0.85 * typical and _SENTENCE_END.search(prev)):
+            separator = "\n\n"
+        else:
+            separator = " "
+        out += [separator, line]
+    return "".join(out)
+
+
+def _keep_hyphen(prefix: str, line: str, vocabulary: set[str]) -> bool:
+    """Whether "prefix-" at a line end followed by ``line`` is a real hyphen rather than a word split.
+
+    The document's own words decide when they can ("machine-readable" seen elsewhere keeps the hyphen,
+    "example" seen elsewhere joins "exam-"); otherwise compounds and a few prefixes keep it.
+    """
+    following = line.split(" ", 1)[0]
+    if not following[:1].islower():
+        return True  # "GPT-\n3", "Transformer-\nXL"
+    if "-" in following or "-" in prefix:
+        return True  # "state-\nof-the-art"
+    head, tail = prefix.strip(_PUNCTUATION).lower(), following.strip(_PUNCTUATION).lower()
+    if f"{head}-{tail}" in vocabulary:
+        return True
+    if f"{head}{tail}" in vocabulary:
+        return False
+    return head in _HYPHEN_PREFIXES or (len(head) > 4 and head.endswith("ly"))

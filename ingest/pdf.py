@@ -1,0 +1,151 @@
+"""PDF text extraction with pypdf, page by page, turning every pypdf failure into a clear IngestError."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pypdf import PdfReader
+from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
+
+from ingest.document import IngestError
+
+_JUNK_TITLE = re.compile(r"(?i)^(?:untitled\b|microsoft (?:word|powerpoint)|document\d*$|title$|slide \d)"
+                         r"|\.(?:docx?|pdf|tex|dvi|indd|qxd|rtf|odt|pptx?)$")
+
+
+@dataclass
+class PdfText:
+    title: str | None  # from the metadata, when it looks like a real title
+    pages: list[str]  # raw extracted text per page ("" when a page has none)
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Collector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextmanager
+def _quiet_pypdf() -> Iterator[list[str]]:
+    """Silence pypdf's logging and warnings, collecting their messages instead."""
+    logger = logging.getLogger("pypdf")
+    collector = _Collector()
+    saved = logger.level, logger.propagate
+    logger.addHandler(collector)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield collector.messages
+            collector.messages.extend(str(w.message) for w in caught)
+    finally:
+        logger.removeHandler(collector)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+def read_pdf(data: bytes, source: str, password: str | None = None) -> PdfText:
+    """Extract the text of every page. Raises IngestError for unreadable, encrypted or damaged files."""
+    damaged = "damaged PDF" if b"%PDF" in data[:1024] else "not a PDF (no %PDF header)"
+    with _quiet_pypdf() as problems:
+        try:
+            result = _read(data, source, password)
+        except (IngestError, MemoryError):
+            raise
+        except RecursionError as error:
+            raise IngestError(source, f"{damaged}: object structure nested too deeply") from error
+        except (PdfReadError, PdfStreamError) as error:
+            raise IngestError(source, f"{damaged}: {_describe(error)}") from error
+        except Exception as error:  # pypdf raises many kinds of errors on damaged files
+            raise IngestError(source, f"{damaged}: {_describe(error, with_type=True)}") from error
+    if problems:
+        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+        result.warnings.append(f"the PDF is damaged, text may be incomplete (pypdf: {_shorten(problems[0], 80)}"
+                               f"{more})")
+    return result
+
+
+def _read(data: bytes, source: str, password: str | None) -> PdfText:
+    reader = PdfReader(io.BytesIO(data), strict=False)
+    if reader.is_encrypted:
+        _decrypt(reader, source, password)
+    count = len(reader.pages)
+    if count == 0:
+        raise IngestError(source, "damaged PDF: no pages found")
+    result = PdfText(_metadata_title(reader), [])
+    failed: list[int] = []
+    for number in range(1, count + 1):
+        try:
+            result.pages.append(reader.pages[number - 1].extract_text() or "")
+        except (MemoryError, FileNotDecryptedError):
+            raise
+        except Exception:  # one bad page must not lose the others
+            failed.append(number)
+            result.pages.append("")
+    if len(failed) == count:
+        raise IngestError(source, "damaged PDF: the text of no page could be extracted")
+    if failed:
+        result.warnings.append(f"text extraction failed on {page_ranges(failed)} (damaged content)")
+    return result
+
+
+def _decrypt(reader: PdfReader, source: str, password: str | None) -> None:
+    try:
+        if reader.decrypt(""):
+            return
+        if password is None:
+            raise IngestError(source, "encrypted: needs a password (--password)")
+        if not reader.decrypt(password):
+            raise IngestError(source, "wrong password")
+    except DependencyError as error:
+        raise IngestError(source, "encrypted with AES: reading it needs the 'cryptography' package") from error
+    except NotImplementedError as error:
+        raise IngestError(source, f"encrypted with an unsupported method: {error}") from error
+
+
+def _metadata_title(reader: PdfReader) -> str | None:
+    try:
+        title = reader.metadata.title if reader.metadata else None
+    except Exception:  # damaged metadata is not worth failing the file
+        return None
+    if not isinstance(title, str):
+        return None
+    title = " ".join(title.split())
+    if sum(ch.isalpha() for ch in title) < 3 or _JUNK_TITLE.search(title):
+        return None
+    return title[:300]
+
+
+def page_ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] → "pages 1-3, 5"; [4] → "page 4"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+    return ("pages " if len(numbers) > 1 else "page ") + text
+
+
+def _describe(error: Exception, with_type: bool = False) -> str:
+    message = _shorten(str(error))
+    if not message:
+        return type(error).__name__
+    return f"{type(error).__name__}: {message}" if with_type else message
+
+
+def _shorten(message: str, limit: int = 120) -> str:
+    message = " ".join(message.split())
+    return message if len(message) <= limit else message[: limit - 1] + "\u2026"

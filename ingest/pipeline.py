@@ -1,0 +1,352 @@
+"""Parse input items into documents: format readers, cleaning, segmentation and tokenization.
+
+``parse_items_isolated`` runs the items in worker processes with a time and a memory cap, so a damaged file can
+neither hang nor crash the caller; ``parse_item`` is the same work in the calling process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from multiprocessing.connection import Connection, wait
+from pathlib import Path, PurePath
+
+import numpy as np
+
+from ingest.clean import clean_pdf_pages, normalize_text
+from ingest.document import IngestError, Page, ParsedDocument
+from ingest.htmltext import html_blocks
+from ingest.pdf import page_ranges, read_pdf
+from ingest.segment import section_name, segment
+from ingest.sources import InputItem, Limits, size_text
+from ingest.textfile import decode_text
+from model.tokenizer import load_tokenizer
+
+OUT_OF_MEMORY = "ran out of memory"
+_TITLE_CHARS = 200
+_PARAGRAPH_BREAK = "\n\n"
+_NOT_A_TITLE = re.compile(r"(?i)^(?:proceedings|arxiv|published|accepted|preprint|copyright|journal|vol\.)"
+                          r"|\u00a9|\bconference\b|https?://|@")
+
+
+# ----------------------------------------------------------------------------------------------- one item
+
+
+def parse_item(item: InputItem, password: str | None = None) -> list[ParsedDocument | IngestError]:
+    """Parse one file (or archive member); JSONL gives one result per record. Never raises."""
+    try:
+        data = item.data if item.data is not None else item.path.read_bytes() if item.path else b""
+        if not data:
+            return [IngestError(item.source, "empty file")]
+        content_hash = hashlib.sha256(data).hexdigest()
+        if item.kind == "pdf":
+            return [_parse_pdf(item.source, data, content_hash, password)]
+        if item.kind == "jsonl":
+            return _parse_jsonl(item.source, data)
+        if item.kind == "html":
+            return [_parse_html(item.source, data, content_hash)]
+        if item.kind in ("txt", "md"):
+            return [_parse_plain(item.source, item.kind, data, content_hash)]
+        return [IngestError(item.source, f"unsupported kind '{item.kind}'")]
+    except IngestError as error:
+        return [error]
+    except MemoryError:
+        return [IngestError(item.source, OUT_OF_MEMORY)]
+    except OSError as error:
+        return [IngestError(item.source, f"cannot read file: {error.strerror or error}")]
+    except Exception as error:  # a bug or an input nobody foresaw: report it for this file, keep the batch going
+        return [IngestError(item.source, f"unexpected error while parsing: {type(error).__name__}: {error}")]
+
+
+def parse_text(source: str, title: str, kind: str, text: str, content_hash: str) -> ParsedDocument:
+    """A document from text already in memory (pydoc pages, JSONL records); the text is normalized first."""
+    text = normalize_text(text)
+    return _document(source, title or _first_line(text) or _stem(source), kind, text, content_hash,
+                     markdown=kind == "md")
+
+
+def _parse_plain(source: str, kind: str, data: bytes, content_hash: str) -> ParsedDocument:
+    raw, warnings = decode_text(data, source)
+    text = normalize_text(raw)
+    if not text:
+        raise IngestError(source, "no text (only whitespace)")
+    title = _first_line(text) or _stem(source)
+    return _document(source, title, kind, text, content_hash, markdown=kind == "md", warnings=warnings)
+
+
+def _parse_html(source: str, data: bytes, content_hash: str) -> ParsedDocument:
+    raw, warnings = decode_text(data, source)
+    title, blocks = html_blocks(raw)
+    parts: list[str] = []
+    headings: list[tuple[int, int]] = []
+    offset = 0
+    for block, is_heading in blocks:
+        block = normalize_text(block)
+        if not block:
+            continue
+        if parts:
+            offset += len(_PARAGRAPH_BREAK)
+        if is_heading:
+            headings.append((offset, offset + len(block)))
+        parts.append(block)
+        offset += len(block)
+    text = _PARAGRAPH_BREAK.join(parts)
+    if not text:
+        raise IngestError(source, "no text in the HTML page")
+    first_heading = text[headings[0][0]:headings[0][1]] if headings else None
+    title = normalize_text(title) or first_heading or _first_line(text) or _stem(source)
+    return _document(source, title, "html", text, content_hash, heading_spans=headings, warnings=warnings)
+
+
+def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None) -> ParsedDocument:
+    raw = read_pdf(data, source, password)
+    cleaned = clean_pdf_pages(raw.pages)
+    pages: list[Page] = []
+    offset = 0
+    for number, page_text in enumerate(cleaned, start=1):
+        if number > 1:
+            offset += len(_PARAGRAPH_BREAK)
+        pages.append(Page(number, offset, offset + len(page_text), needs_ocr=not any(map(str.isalnum, page_text))))
+        offset += len(page_text)
+    scanned = [page.number for page in pages if page.needs_ocr]
+    if len(scanned) == len(pages):
+        # Storing an empty document would look like success; the user needs to know the file was not read.
+        count = f"any of its {len(pages)} pages" if len(pages) > 1 else "its only page"
+        raise IngestError(source, f"no extractable text on {count} (scanned?): needs OCR")
+    warnings = raw.warnings
+    if scanned:
+        verb = "have" if len(scanned) > 1 else "has"
+        warnings.append(f"{page_ranges(scanned)} {verb} no extractable text (scanned?): needs OCR")
+    text = _PARAGRAPH_BREAK.join(cleaned)
+    title = raw.title or _pdf_title(raw.pages) or _stem(source)
+    return _document(source, title, "pdf", text, content_hash, pages=pages, warnings=warnings)
+
+
+def _parse_jsonl(source: str, data: bytes) -> list[ParsedDocument | IngestError]:
+    raw, warnings = decode_text(data, source)
+    results: list[ParsedDocument | IngestError] = []
+    seen: set[str] = set()
+    for number, line in enumerate(raw.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{source}#line {number}"
+        try:
+            record = json.loads(line, strict=False)
+        except json.JSONDecodeError as error:
+            results.append(IngestError(where, f"invalid JSON: {error.msg} (column {error.colno})"))
+            continue
+        if not isinstance(record, dict):
+            results.append(IngestError(where, "not a JSON object"))
+            continue
+        doc_id, text, title = record.get("id"), record.get("text"), record.get("title")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
+            results.append(IngestError(where, "missing or empty \"id\""))
+        elif not isinstance(text, str) or not text.strip():
+            results.append(IngestError(where, "missing or empty \"text\""))
+        elif str(doc_id) in seen:
+            results.append(IngestError(where, f"duplicate id {doc_id!r}"))
+        else:
+            seen.add(str(doc_id))
+            line_hash = hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()
+            title = title.strip() if isinstance(title, str) else ""
+            document = parse_text(f"{source}#{doc_id}", title, "jsonl", text, line_hash)
+            document.warnings.extend(warnings)
+            results.append(document if document.text else IngestError(where, "no text once cleaned"))
+    return results or [IngestError(source, "no records in the JSONL file")]
+
+
+def _document(source: str, title: str, kind: str, text: str, content_hash: str, *, pages: list[Page] | None = None,
+              markdown: bool = False, heading_spans: list[tuple[int, int]] | None = None,
+              warnings: list[str] | None = None) -> ParsedDocument:
+    """Segment and tokenize cleaned ``text`` into a ParsedDocument."""
+    page_starts = [page.start for page in pages] if pages else None
+    seg = segment(text, markdown=markdown, heading_spans=heading_spans, page_starts=page_starts)
+    ids, starts, ends = load_tokenizer().encode_offsets(text)
+    if seg.sentences:
+        bounds = np.array([(s.start, s.end) for s in seg.sentences], dtype=np.int64)
+        first = np.searchsorted(starts, bounds[:, 0], side="left").tolist()
+        last = np.searchsorted(starts, bounds[:, 1], side="left").tolist()
+        for sentence, token_start, token_end in zip(seg.sentences, first, last, strict=True):
+            sentence.token_start, sentence.token_end = token_start, token_end
+    return ParsedDocument(
+        source=source, title=_clip(title), kind=kind, content_hash=content_hash, text=text, pages=pages or [],
+        sections=seg.sections, sentences=seg.sentences, warnings=list(warnings or []),
+        token_ids=ids.astype(np.int32, copy=False), token_starts=starts.astype(np.int32, copy=False),
+        token_ends=ends.astype(np.int32, copy=False),
+    )
+
+
+def _first_line(text: str) -> str:
+    for line in text.split("\n", 20)[:20]:
+        line = line.strip().lstrip("#").strip()
+        if line and section_name(line) != "abstract":
+            return line
+    return ""
+
+
+def _pdf_title(pages: list[str]) -> str:
+    """The first line of the first page with text that is not a venue line, a URL or an address."""
+    for page in pages:
+        for line in page.split("\n", 10)[:10]:
+            line = normalize_text(line)
+            if sum(map(str.isalpha, line)) >= 3 and not _NOT_A_TITLE.search(line):
+                return line if len(line) <= _TITLE_CHARS else ""
+        if page:
+            break
+    return ""
+
+
+def _stem(source: str) -> str:
+    return PurePath(source.rsplit("!", 1)[-1]).stem or source
+
+
+def _clip(title: str) -> str:
+    title = " ".join(title.split())
+    if len(title) <= _TITLE_CHARS:
+        return title
+    return title[:_TITLE_CHARS].rsplit(" ", 1)[0] + "\u2026"
+
+
+# --------------------------------------------------------------------------------------- worker processes
+
+
+class _Worker:
+    """A ``python -m ingest.worker`` process that parses the items it is sent, one at a time.
+
+    A fresh interpreter (not a fork) is safe to start from a threaded server and never re-imports the caller's
+    main module; it is reused for the next item unless it timed out, crashed or ran out of memory.
+    """
+
+    def __init__(self, memory_bytes: int, timeout_s: float) -> None:
+        child_in, parent_out = os.pipe()
+        parent_in, child_out = os.pipe()
+        root = str(Path(__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "ingest.worker", *map(str, (child_in, child_out, memory_bytes, timeout_s))],
+                pass_fds=(child_in, child_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env=env,
+            )
+        except BaseException:
+            for fd in (parent_in, parent_out):
+                os.close(fd)
+            raise
+        finally:
+            os.close(child_in)
+            os.close(child_out)
+        self.requests = Connection(parent_out, readable=False)
+        self.results = Connection(parent_in, writable=False)
+        self.memory_bytes, self.timeout_s = memory_bytes, timeout_s
+        self.item: InputItem | None = None
+        self.started = self.deadline = 0.0
+
+    def submit(self, item: InputItem, password: str | None) -> None:
+        self.item = item
+        self.started = time.monotonic()
+        self.deadline = self.started + self.timeout_s
+        self.requests.send((item, password))
+
+    def collect(self) -> tuple[list[ParsedDocument | IngestError], bool]:
+        """The results of the current item, and whether this worker can take another one."""
+        assert self.item is not None
+        try:
+            packed = self.results.recv()
+        except (EOFError, OSError):  # the worker died before it could answer
+            try:
+                code = self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                code = None
+            return [IngestError(self.item.source, _crash_reason(code, self.memory_bytes))], False
+        except Exception as error:  # a result that cannot be unpickled
+            return [IngestError(self.item.source, f"the parsing worker sent an unreadable result: {error}")], False
+        results = [IngestError(*r) if isinstance(r, tuple) else r for r in packed]
+        healthy = not any(isinstance(r, IngestError) and r.reason.startswith(OUT_OF_MEMORY) for r in results)
+        return results, healthy
+
+    def stop(self) -> None:
+        """End the worker: politely (end of input) when idle, at once when it is busy or stuck."""
+        self.requests.close()
+        if self.item is not None:
+            self.process.kill()
+        try:
+            self.process.wait(2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.results.close()
+
+
+def parse_items_isolated(
+    items: Iterable[InputItem], password: str | None, limits: Limits, workers: int = 1
+) -> Iterator[tuple[InputItem, list[ParsedDocument | IngestError], float]]:
+    """Parse items in worker processes, at most ``workers`` at once, yielding results as they complete.
+
+    Each item gets ``limits.timeout_s`` seconds (then its worker is killed) and its worker an address space of
+    ``limits.memory_bytes``; timeouts, memory exhaustion and crashes come back as IngestErrors, never as
+    exceptions. Yields ``(item, results, seconds)``.
+    """
+    pending = iter(items)
+    idle: list[_Worker] = []
+    busy: list[_Worker] = []
+    try:
+        while True:
+            while len(busy) < max(1, workers) and (item := next(pending, None)) is not None:
+                worker = idle.pop() if idle else None
+                if worker is not None and worker.process.poll() is not None:  # it died while idle
+                    worker.stop()
+                    worker = None
+                try:
+                    worker = worker or _Worker(limits.memory_bytes, limits.timeout_s)
+                    worker.submit(item, password)
+                except OSError as error:  # cannot start a process, or the worker died while idle
+                    if worker is not None:
+                        worker.stop()
+                    yield item, [IngestError(item.source, f"could not start a parsing worker: {error}")], 0.0
+                    continue
+                busy.append(worker)
+            if not busy:
+                return
+            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            ready = wait([w.results for w in busy], timeout)
+            now = time.monotonic()
+            for worker in list(busy):
+                item = worker.item
+                assert item is not None
+                if worker.results in ready:
+                    results, healthy = worker.collect()
+                elif now >= worker.deadline:
+                    results, healthy = [IngestError(item.source, f"timed out after {limits.timeout_s:g} s")], False
+                else:
+                    continue
+                seconds = time.monotonic() - worker.started
+                busy.remove(worker)
+                if healthy:
+                    worker.item = None
+                    idle.append(worker)
+                else:
+                    worker.stop()
+                yield item, results, seconds
+    finally:
+        for worker in busy + idle:
+            worker.stop()
+
+
+def _crash_reason(code: int | None, memory_bytes: int) -> str:
+    if code == -signal.SIGABRT:  # what a native library (sentencepiece, zlib) does when an allocation fails
+        return f"{OUT_OF_MEMORY} (a native library aborted; the cap is {size_text(memory_bytes)})"
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the parser crashed ({name}); the file is probably damaged"
+    return f"the parsing worker ended without a result (exit code {code})"

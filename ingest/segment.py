@@ -1,0 +1,214 @@
+"""Segmentation of cleaned text into sections, paragraphs and sentences, all as exact character spans.
+
+Paragraphs are blocks separated by blank lines. A paragraph whose first line looks like a heading (numbered,
+ALL CAPS, markdown ``#``, a well-known section name, or an HTML heading passed in as a span) starts a section;
+headings are not sentences. A paragraph opening with "Abstract—", "Keywords:" and the like starts a section too,
+and its sentences begin after that label.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from ingest.document import Section, Sentence
+
+MAX_SENTENCE_CHARS = 1000
+
+_KNOWN_HEADINGS = {
+    "abstract", "introduction", "background", "related work", "related works", "prior work", "method",
+    "methods", "methodology", "approach", "experiments", "experimental setup", "results", "discussion",
+    "conclusion", "conclusions",
+    "conclusion and future work", "conclusions and future work", "future work", "limitations", "references",
+    "bibliography", "acknowledgments", "acknowledgements", "acknowledgment", "acknowledgement", "appendix",
+    "appendices", "ethics statement", "ethical considerations", "broader impact", "keywords", "summary",
+    "literature cited", "works cited", "supplementary material",
+}
+# A line ending in one of these words runs on: "1 The model is trained with" is a wrapped sentence, not a heading.
+_CONTINUATIONS = {"a", "an", "the", "of", "and", "or", "to", "in", "on", "for", "with", "by", "at", "from", "that",
+                  "is", "are", "was", "were", "as", "we"}
+_REFERENCES = {"references", "bibliography", "reference", "literature cited", "works cited"}
+_NUMBERING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.|[A-H]\.\d{1,2}(?:\.\d{1,2})*\.?)\s+")
+_NUMBERED = re.compile(_NUMBERING.pattern + r"[A-Z][^\n]{0,90}$")
+_MARKDOWN = re.compile(r"^#{1,6}\s+(.*?)[\s#]*$")
+_INLINE = re.compile(r"(?:(abstract|keywords|key words|index terms|ccs concepts|additional key words and phrases)"
+                     r"\s*[.:\u2014\u2013-]\s*(?=\S)|(ABSTRACT)\s+(?=[A-Z]))", re.IGNORECASE)
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
+                       r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)")
+_ABBREVIATIONS = {
+    "e.g", "i.e", "E.g", "I.e", "al", "cf", "Cf", "vs", "viz", "resp", "approx", "Fig", "Figs", "fig",
+    "figs", "Eq", "Eqs", "eq", "eqs", "Tab", "Sec", "Sect", "Secs", "Ch", "Chap", "Ref", "Refs", "No", "Nos",
+    "Vol", "vol", "pp", "p", "ed", "eds", "Ed", "Eds", "Dr", "Mr", "Mrs", "Ms", "Prof", "Jr", "Sr", "St", "Inc",
+    "Ltd", "Co", "Corp", "Dept", "Univ", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct",
+    "Nov", "Dec", "Ph.D", "w.r.t", "a.k.a", "U.S", "U.K", "ca", "Nr", "Thm", "Lem", "Def", "Prop", "Alg",
+}
+_LAST_WORD = re.compile(r"\S+$")
+_INITIALS = re.compile(r"[A-Za-z]|(?:[A-Za-z]\.)+[A-Za-z]")
+
+
+@dataclass
+class Segmentation:
+    sections: list[Section]
+    sentences: list[Sentence]
+
+
+def heading_title(line: str, markdown: bool = False) -> str | None:
+    """The heading text if ``line`` (one stripped line) looks like a section heading, else None."""
+    if not line or len(line) > 100:
+        return None
+    if markdown:
+        match = _MARKDOWN.match(line)
+        return (match.group(1) or None) if match else None
+    if section_name(line) in _KNOWN_HEADINGS and not line[0].islower():
+        return line
+    if line[-1] in ".,;:":
+        return None
+    words = line.split()
+    if _NUMBERED.match(line) and len(words) <= 12 and len(line) <= 80 and words[-1].lower() not in _CONTINUATIONS:
+        return line
+    letters = sum(ch.isalpha() for ch in line)
+    # ALL CAPS needs two words: a single one is more often an acronym in a table ("BERT") than a heading.
+    if letters >= 4 and line.upper() == line and letters >= 0.6 * len(line.replace(" ", "")) and \
+            2 <= len(words) <= 10 and any(ch.isalpha() for ch in words[-1]):
+        return line
+    return None
+
+
+def section_name(title: str) -> str:
+    """A heading without its numbering, lower-cased: "2.1 Method:" → "method"."""
+    return _NUMBERING.sub("", title.strip() + " ", count=1).strip().rstrip(":.").strip().lower()
+
+
+def section_kind(title: str) -> str:
+    name = section_name(title)
+    if name == "abstract":
+        return "abstract"
+    return "references" if name in _REFERENCES else "body"
+
+
+def segment(text: str, markdown: bool = False, heading_spans: list[tuple[int, int]] | None = None,
+            page_starts: list[int] | None = None) -> Segmentation:
+    """Split ``text`` into sections and sentences; sentences get page numbers from ``page_starts`` (1-based)."""
+    known_headings = {start for start, _ in heading_spans or ()}
+    heads: list[tuple[int, str]] = []  # (start, title) of each section
+    sentence_spans: list[tuple[int, int, int]] = []  # (start, end, paragraph)
+    paragraphs: list[tuple[int, int]] = []  # body paragraphs before the first heading (for the abstract guess)
+    paragraph = 0
+    for start, end in _paragraphs(text):
+        body = start
+        line_end = text.find("\n", start, end)
+        first_line = text[start:end if line_end < 0 else line_end].strip()
+        title = first_line if start in known_headings else None
+        if title is None and heading_spans is None:
+            title = heading_title(first_line, markdown)
+        if title is not None:
+            heads.append((start, title))
+            if line_end < 0:
+                continue
+            body = line_end + 1
+        elif inline := _INLINE.match(text, start, end):
+            heads.append((start, inline.group(1) or inline.group(2)))
+            body = inline.end()
+        if not heads:
+            paragraphs.append((body, end))
+        for s, e in split_sentences(text, body, end):
+            sentence_spans.append((s, e, paragraph))
+        paragraph += 1
+    _guess_abstract(heads, paragraphs, text)
+    sections = _sections(heads, text)
+    section_starts = [s.start for s in sections]
+    sentences = []
+    for s, e, para in sentence_spans:
+        section = bisect.bisect_right(section_starts, s) - 1
+        page = bisect.bisect_right(page_starts, s) if page_starts else None
+        sentences.append(Sentence(s, e, page, section if section >= 0 else None, para))
+    return Segmentation(sections, sentences)
+
+
+def split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentence spans in ``text[start:end]``, trimmed of whitespace, none longer than MAX_SENTENCE_CHARS."""
+    spans: list[tuple[int, int]] = []
+    begin = start
+    for match in _BOUNDARY.finditer(text, start, end):
+        stop = match.end()
+        if text[match.start()] == "." and _abbreviation(text, begin, match.start()):
+            continue
+        if len(text[begin:stop].strip()) < 4:  # "1." or "a)" numbering, not a sentence
+            continue
+        _add(spans, text, begin, stop)
+        begin = stop
+    _add(spans, text, begin, end)
+    return spans
+
+
+def _add(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
+    chunk = text[start:end]
+    stripped = chunk.strip()
+    if not stripped:
+        return
+    start += len(chunk) - len(chunk.lstrip())
+    end = start + len(stripped)
+    while end - start > MAX_SENTENCE_CHARS:
+        limit = start + MAX_SENTENCE_CHARS
+        cut = max(text.rfind(" ", start, limit), text.rfind("\n", start, limit))
+        cut = cut if cut > start + MAX_SENTENCE_CHARS // 2 else limit
+        piece = text[start:cut].rstrip()
+        spans.append((start, start + len(piece)))
+        start = cut
+        while start < end and text[start].isspace():
+            start += 1
+    if end > start:
+        spans.append((start, end))
+
+
+def _abbreviation(text: str, begin: int, dot: int) -> bool:
+    match = _LAST_WORD.search(text, max(begin, dot - 40), dot)
+    if match is None:
+        return False
+    word = match.group().lstrip("([\"'\u201c\u2018")
+    return word in _ABBREVIATIONS or _INITIALS.fullmatch(word) is not None
+
+
+def _paragraphs(text: str) -> list[tuple[int, int]]:
+    spans = []
+    start = 0
+    for gap in _PARAGRAPH_BREAK.finditer(text):
+        spans.append((start, gap.start()))
+        start = gap.end()
+    spans.append((start, len(text)))
+    trimmed = []
+    for s, e in spans:
+        chunk = text[s:e]
+        if chunk.strip():
+            s += len(chunk) - len(chunk.lstrip())
+            trimmed.append((s, s + len(chunk.strip())))
+    return trimmed
+
+
+def _guess_abstract(heads: list[tuple[int, str]], front: list[tuple[int, int]], text: str) -> None:
+    """Papers without an "Abstract" label: the first long paragraph before "Introduction" is the abstract."""
+    if any(section_kind(title) == "abstract" for _, title in heads):
+        return
+    if not any(section_name(title) == "introduction" for _, title in heads):
+        return
+    for start, end in front:
+        if len(text[start:end].split()) >= 50:
+            heads.insert(0, (start, "Abstract"))
+            return
+
+
+def _sections(heads: list[tuple[int, str]], text: str) -> list[Section]:
+    starts = [start for start, _ in heads]
+    if not heads or text[: heads[0][0]].strip():
+        # Text before the first heading (title, authors, or a document without headings) is an untitled section.
+        lead = len(text) - len(text.lstrip())
+        heads = [(lead, ""), *heads]
+        starts = [lead, *starts]
+    sections = []
+    for i, (start, title) in enumerate(heads):
+        end = starts[i + 1] if i + 1 < len(heads) else len(text)
+        end = start + len(text[start:end].rstrip())
+        sections.append(Section(title, section_kind(title) if title else "body", start, end))
+    return sections

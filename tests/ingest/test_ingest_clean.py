@@ -1,0 +1,70 @@
+"""Cleaning: characters, hyphenation, running headers and footers, page numbers, reflow."""
+
+from __future__ import annotations
+
+from ingest.clean import clean_pdf_pages, normalize_text
+
+
+def test_normalize_ligatures_nfc_controls_and_whitespace() -> None:
+    raw = "\ufb01nd the \ufb02ow, e\u0301t\u00e9 \x00bell\x07\r\nnext\u00a0line   end  \n\n\n\nlast\t \u200bword"
+    assert normalize_text(raw) == "find the flow, \u00e9t\u00e9 bell\nnext line end\n\nlast word"
+
+
+def test_normalize_keeps_indentation() -> None:
+    assert normalize_text("def f():\n    return  1\n") == "def f():\n    return 1"
+
+
+def test_hyphenation_joined_across_lines_but_real_hyphens_kept() -> None:
+    page = ("This is a long line of running text giving an exam-\nple of a word split across two lines,\n"
+            "and a state-\nof-the-art model that uses self-\nattention, GPT-\n3 and Transformer-\nXL as well as\n"
+            "machine-readable data and machine-\nreadable text in the same long paragraph of text.")
+    [text] = clean_pdf_pages([page])
+    assert "example of a word" in text
+    assert "state-of-the-art" in text
+    assert "self-attention" in text
+    assert "GPT-3" in text and "Transformer-XL" in text
+    assert "machine-readable text" in text  # the document itself spells it with a hyphen
+
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+
+
+def _paper_page(n: int) -> str:
+    header = "Journal of Examples, Vol. 12" if n % 2 else "A. Author and B. Author"
+    body = "\n".join(f"Line {i} about {WORDS[(n * 3 + i) % len(WORDS)]} and {WORDS[(n + i) % len(WORDS)]} "
+                     "in the body text of this page runs across a full line" for i in range(8))
+    return f"{header}\n{body}\nProceedings page {100 + n}\n{n}"
+
+
+def test_repeated_headers_footers_and_page_numbers_dropped() -> None:
+    pages = clean_pdf_pages([_paper_page(n) for n in range(1, 7)])
+    for text in pages:
+        assert "Journal of Examples" not in text and "A. Author" not in text
+        assert "Proceedings page" not in text
+        assert text.startswith("Line 0 about") and text.endswith("runs across a full line")
+
+
+def test_reflow_joins_lines_into_paragraphs_and_breaks_at_headings() -> None:
+    page = ("1 Introduction\n"
+            "Academic papers are an increasingly important textual\n"
+            "domain for natural language processing research, and\n"
+            "they are long documents with many sections in them.\n"
+            "A short last line.\n"
+            "Next paragraph starts here and it continues on with\n"
+            "the next line of the page.\n"
+            "2 Method\n"
+            "We do things.")
+    [text] = clean_pdf_pages([page])
+    assert text.split("\n\n") == [
+        "1 Introduction",
+        "Academic papers are an increasingly important textual domain for natural language processing research, "
+        "and they are long documents with many sections in them. A short last line.",
+        "Next paragraph starts here and it continues on with the next line of the page.",
+        "2 Method",
+        "We do things.",
+    ]
+
+
+def test_spacing_accents_from_pdf_fonts_are_composed() -> None:
+    [text] = clean_pdf_pages(["Saier and F\u00a8arber (2019) and Andr\u00b4e"])
+    assert text == "Saier and F\u00e4rber (2019) and Andr\u00e9"

@@ -1,0 +1,130 @@
+"""Parsing text, markdown, HTML and JSONL in the calling process (``parse_item``, ``parse_text``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ingest.document import IngestError, ParsedDocument
+from ingest.pipeline import parse_item, parse_text
+from ingest.sources import InputItem
+
+Check = Callable[[ParsedDocument], None]
+
+
+def _one(source: str, kind: str, data: bytes) -> ParsedDocument | IngestError:
+    [result] = parse_item(InputItem(source, kind, data=data))
+    return result
+
+
+def test_plain_text(check_document: Check) -> None:
+    data = "  My Notes  \n\nThe \ufb01rst idea is simple. The second, e.g. this one, is not.\n".encode()
+    doc = _one("notes.txt", "txt", data)
+    assert isinstance(doc, ParsedDocument)
+    check_document(doc)
+    assert doc.title == "My Notes" and doc.kind == "txt" and not doc.warnings and doc.pages == []
+    assert doc.content_hash == hashlib.sha256(data).hexdigest()
+    assert [doc.text[s.start:s.end] for s in doc.sentences] == [
+        "My Notes", "The first idea is simple.", "The second, e.g. this one, is not."]
+    assert all(s.token_end > s.token_start for s in doc.sentences)
+
+
+def test_encodings(check_document: Check) -> None:
+    text = "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9."
+    for data in (text.encode("utf-8"), text.encode("utf-8-sig"), text.encode("utf-16")):
+        doc = _one("a.txt", "txt", data)
+        assert isinstance(doc, ParsedDocument) and doc.text == text and not doc.warnings
+    doc = _one("old.txt", "txt", "Caf\u00e9 \u2014 na\u00efve.".encode("cp1252"))
+    assert isinstance(doc, ParsedDocument)
+    check_document(doc)
+    assert doc.text == "Caf\u00e9 \u2014 na\u00efve." and doc.warnings == ["not UTF-8; decoded as cp1252"]
+
+
+def test_binary_and_blank_content_rejected() -> None:
+    error = _one("image.txt", "txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    assert isinstance(error, IngestError) and error.reason == "binary content, not text"
+    error = _one("blank.md", "md", b" \n\n \t\n")
+    assert isinstance(error, IngestError) and "no text" in error.reason
+    [error] = parse_item(InputItem("empty.txt", "txt", data=b""))
+    assert isinstance(error, IngestError) and error.reason == "empty file"
+
+
+def test_markdown_headings(check_document: Check) -> None:
+    doc = _one("guide.md", "md", b"# User Guide\n\nIntro text.\n\n## Install\n\nRun pip. Done.\n")
+    assert isinstance(doc, ParsedDocument)
+    check_document(doc)
+    assert doc.title == "User Guide"
+    assert [s.title for s in doc.sections] == ["User Guide", "Install"]
+
+
+def test_html(check_document: Check) -> None:
+    html = (b"<html><head><title>The Page</title><style>p {color: red}</style></head><body>"
+            b"<script>var x = 'hidden';</script><h1>Big Heading</h1><p>First para&nbsp;here. Second one.</p>"
+            b"<h2>Details</h2><ul><li>Item one.</li><li>Item two.</li></ul></body></html>")
+    doc = _one("page.html", "html", html)
+    assert isinstance(doc, ParsedDocument)
+    check_document(doc)
+    assert doc.title == "The Page"
+    assert "hidden" not in doc.text and "color" not in doc.text
+    assert [s.title for s in doc.sections] == ["Big Heading", "Details"]
+    assert [doc.text[s.start:s.end] for s in doc.sentences] == [
+        "First para here.", "Second one.", "Item one.", "Item two."]
+
+
+def test_jsonl_records_and_bad_lines(check_document: Check) -> None:
+    lines = [
+        json.dumps({"id": "a", "text": "Alpha text. More.", "title": "Alpha"}),
+        "{not json",
+        json.dumps({"id": 7, "text": "Seven here."}),
+        json.dumps({"text": "no id"}),
+        json.dumps({"id": "a", "text": "duplicate"}),
+        "",
+        json.dumps(["a list"]),
+    ]
+    results = parse_item(InputItem("data.jsonl", "jsonl", data="\n".join(lines).encode()))
+    docs = [r for r in results if isinstance(r, ParsedDocument)]
+    errors = {r.source: r.reason for r in results if isinstance(r, IngestError)}
+    assert [(d.source, d.title) for d in docs] == [("data.jsonl#a", "Alpha"), ("data.jsonl#7", "Seven here.")]
+    for doc in docs:
+        check_document(doc)
+    assert docs[0].content_hash == hashlib.sha256(lines[0].encode()).hexdigest()
+    assert set(errors) == {"data.jsonl#line 2", "data.jsonl#line 4", "data.jsonl#line 5", "data.jsonl#line 7"}
+    assert errors["data.jsonl#line 2"].startswith("invalid JSON")
+    assert "duplicate" in errors["data.jsonl#line 5"]
+
+
+def test_parse_text_from_memory(check_document: Check) -> None:
+    doc = parse_text("pydoc:json", "json", "pydoc", "JSON encoder.\n\nIt dumps  objects. It loads them.", "h")
+    check_document(doc)
+    assert doc.title == "json" and doc.kind == "pydoc" and doc.content_hash == "h"
+    assert [doc.text[s.start:s.end] for s in doc.sentences] == ["JSON encoder.", "It dumps objects.",
+                                                                "It loads them."]
+
+
+def test_file_on_disk_and_unreadable_path(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_text("Hello there. General Kenobi.")
+    [doc] = parse_item(InputItem(str(path), "txt", path=path))
+    assert isinstance(doc, ParsedDocument) and len(doc.sentences) == 2
+    [error] = parse_item(InputItem(str(tmp_path / "gone.txt"), "txt", path=tmp_path / "gone.txt"))
+    assert isinstance(error, IngestError) and error.reason.startswith("cannot read file")
+
+
+def test_five_byte_pdf_is_a_clear_error() -> None:
+    error = _one("bad1.pdf", "pdf", b"oops\n")
+    assert isinstance(error, IngestError) and error.reason.startswith("not a PDF")
+
+
+def test_plain_text_throughput() -> None:
+    """About a million tokens of plain text must parse in well under a minute."""
+    paragraph = ("The committee met on Tuesday, e.g. to discuss the budget of 3.5 million dollars. Dr. Smith "
+                 "presented the figures in Fig. 2 and the members asked many questions about them. ") * 4
+    text = "\n\n".join(f"Section {i}\n\n{paragraph}" for i in range(5400))
+    started = time.perf_counter()
+    doc = parse_text("big.txt", "", "txt", text, "h")
+    elapsed = time.perf_counter() - started
+    assert len(doc.token_ids) > 1_000_000
+    assert elapsed < 20, f"{len(doc.token_ids)} tokens took {elapsed:.1f} s"

@@ -1,0 +1,116 @@
+"""Segmentation: sentences with exact spans, headings, sections and the abstract."""
+
+from __future__ import annotations
+
+from ingest.segment import MAX_SENTENCE_CHARS, heading_title, segment, split_sentences
+
+
+def _sentences(text: str) -> list[str]:
+    return [text[s:e] for s, e in split_sentences(text, 0, len(text))]
+
+
+def test_abbreviations_decimals_initials_and_urls_do_not_end_sentences() -> None:
+    text = ("Models, e.g. BERT, work well (Smith et al. 2020) as Fig. 3 and Eq. 2 show. "
+            "Dr. Jones measured 3.14 units, i.e. Pi. J. R. R. Tolkien wrote it. "
+            "See https://example.com/a.b.html for details. Is it done? Yes! \u201cQuoted.\u201d Then more.")
+    assert _sentences(text) == [
+        "Models, e.g. BERT, work well (Smith et al. 2020) as Fig. 3 and Eq. 2 show.",
+        "Dr. Jones measured 3.14 units, i.e. Pi.",
+        "J. R. R. Tolkien wrote it.",
+        "See https://example.com/a.b.html for details.",
+        "Is it done?",
+        "Yes!",
+        "\u201cQuoted.\u201d",
+        "Then more.",
+    ]
+
+
+def test_lowercase_continuation_and_list_numbers_are_not_boundaries() -> None:
+    assert _sentences("It costs 5 vs. 6 dollars. and so on") == ["It costs 5 vs. 6 dollars. and so on"]
+    assert _sentences("1. First item here.") == ["1. First item here."]
+
+
+def test_long_sentences_are_cut_at_whitespace() -> None:
+    text = " ".join(["word"] * 1000)
+    spans = split_sentences(text, 0, len(text))
+    assert len(spans) > 1
+    assert all(e - s <= MAX_SENTENCE_CHARS for s, e in spans)
+    assert all(text[s:e] == text[s:e].strip() and text[s:e].startswith("word") for s, e in spans)
+    assert " ".join(text[s:e] for s, e in spans) == text
+
+
+def test_heading_detection() -> None:
+    for line in ["1 Introduction", "2.1 Method", "3.2.1 Data Sets", "IV. RESULTS", "ABSTRACT", "RELATED WORK",
+                 "References", "Acknowledgments", "Conclusion", "A.1 Extra Results", "CCS CONCEPTS"]:
+        assert heading_title(line) == line, line
+    for line in ["The model was trained for", "2 epochs were enough.", "BERT", "2020 Conference on Empirical",
+                 "1 The model is trained with", "3 Results are shown in the table of",
+                 "Table 1: results", "we use the following,", "introduction"]:
+        assert heading_title(line) is None, line
+    assert heading_title("## Install it", markdown=True) == "Install it"
+    assert heading_title("Not a heading", markdown=True) is None
+
+
+PAPER = """A Paper Title
+
+Ann Author, Some University
+
+Abstract
+
+We study things. The results are good.
+
+1 Introduction
+
+Things matter, e.g. here. We show it.
+
+2 Method
+
+We do it.
+
+References
+
+[1] A. Author. 2020. A paper. In Proc. of Things."""
+
+
+def test_sections_kinds_and_sentences() -> None:
+    seg = segment(PAPER)
+    titles = [(s.title, s.kind) for s in seg.sections]
+    assert titles == [("", "body"), ("Abstract", "abstract"), ("1 Introduction", "body"), ("2 Method", "body"),
+                      ("References", "references")]
+    abstract = seg.sections[1]
+    assert PAPER[abstract.start:abstract.end] == "Abstract\n\nWe study things. The results are good."
+    texts = [PAPER[s.start:s.end] for s in seg.sentences]
+    assert "1 Introduction" not in texts  # headings are not sentences
+    assert texts[2:4] == ["We study things.", "The results are good."]
+    assert [s.section for s in seg.sentences[2:4]] == [1, 1]
+    paragraphs = [s.paragraph for s in seg.sentences]
+    assert paragraphs == sorted(paragraphs)
+
+
+def test_inline_abstract_label_and_pages() -> None:
+    text = "Title\n\nAbstract\u2014We propose a method. It works.\n\nI. INTRODUCTION\n\nIntro text here."
+    page_starts = [0, text.index("I. INTRO")]
+    seg = segment(text, page_starts=page_starts)
+    abstract = next(s for s in seg.sections if s.kind == "abstract")
+    assert text[abstract.start:abstract.end].startswith("Abstract\u2014We propose")
+    first = next(s for s in seg.sentences if s.section == seg.sections.index(abstract))
+    assert text[first.start:first.end] == "We propose a method."
+    assert [s.page for s in seg.sentences] == [1, 1, 1, 2]
+
+
+def test_unlabelled_abstract_is_the_long_paragraph_before_introduction() -> None:
+    abstract = " ".join(["This paper studies a problem and shows a result."] * 8)
+    text = f"Title of It\n\nAUTHOR NAME, Place\n\n{abstract}\n\nCCS Concepts: Things.\n\n1 INTRODUCTION\n\nBody."
+    seg = segment(text)
+    [section] = [s for s in seg.sections if s.kind == "abstract"]
+    assert text[section.start:section.end] == abstract
+
+
+def test_markdown_and_explicit_heading_spans() -> None:
+    text = "# Guide\n\nSome text.\n\n## Usage\nRun it. Then stop."
+    seg = segment(text, markdown=True)
+    assert [s.title for s in seg.sections] == ["Guide", "Usage"]
+    assert [text[s.start:s.end] for s in seg.sentences] == ["Some text.", "Run it.", "Then stop."]
+    text = "Top\n\nINTRODUCTION TO IT\n\nBody."
+    seg = segment(text, heading_spans=[(0, 3)])  # only the given spans are headings
+    assert [s.title for s in seg.sections] == ["Top"]
