@@ -114,8 +114,9 @@ def run_ingest_benchmark(
         texts = Path(scratch) / "texts"
         texts.mkdir()
         sliced = _text_slice(text_dirs, text_tokens, texts)
+        pdfs = sorted(str(p) for d in pdf_dirs for p in d.rglob("*.pdf"))
         for name, inputs in (
-            ("pdfs", [str(p) for p in pdf_dirs]),
+            ("pdfs", pdfs),
             (f"text_{sliced // 1000}k_tokens", [str(texts)]),
         ):
             home = Path(scratch) / f"home-{name}"
@@ -133,7 +134,7 @@ def run_ingest_benchmark(
                 str(workers),
                 "--json",
             ]
-            say(f"{name}: {' '.join(command[2:])}")
+            say(f"{name}: indexpool ingest ({len(inputs)} paths) --workers {workers}")
             report, seconds, peak_sum_kb, peak_one_kb = _run_measured(command)
             summary = report["summary"]
             phase = {

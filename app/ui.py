@@ -18,6 +18,7 @@ import pandas as pd
 
 from app.sample import build_sample
 from app.services import IngestEvent, Services, UserError
+from ingest.sources import Limits
 from storage.db import StorageError
 
 DEFAULT_COLLECTION = "default"
@@ -271,6 +272,7 @@ def serve(services: Services, host: str = "127.0.0.1", port: int = 7860, build_s
         quiet=True,
         show_error=False,
         ssr_mode=False,
+        max_file_size=Limits().max_file_bytes,  # the same cap as the CLI's --max-file-mb default
         prevent_thread_lock=True,
         theme=THEME,
     )
