@@ -288,8 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("eval", "model.evaluation.cli", "evaluate qa, summarize or niah against baselines (see --help)"),
     ):
         delegated = commands.add_parser(name, help=help_text, add_help=False)
-        delegated.add_argument("rest", nargs=argparse.REMAINDER)
-        delegated.set_defaults(handler=_delegate(module_name, name))
+        delegated.set_defaults(handler=_delegate(module_name, name), delegated=True)
     return parser
 
 
@@ -308,7 +307,11 @@ def _positive_float(value: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)  # delegated commands (bench, eval) parse the rest themselves
+    if rest and not getattr(args, "delegated", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.rest = rest
     try:
         return args.handler(args)
     except (UserError, StorageError) as error:

@@ -1,0 +1,100 @@
+"""The interfaces every evaluated system implements, and the registry the tasks pick systems from.
+
+A ``QASystem`` indexes a corpus once and then answers questions with ranked citations (character spans of
+passages of at most ~200 words) and an extractive answer. A ``Summarizer`` writes a summary of at most a given
+number of words, one sentence per line. The baselines live in :mod:`model.evaluation.baselines`.
+
+The IndexPool model plugs in as the system ``indexpool``: when its checkpoint exists, the module
+``model.system`` (shipped with the model) must provide ``qa_system(checkpoint: Path) -> QASystem`` and
+``summarizer(checkpoint: Path) -> Summarizer``. Until then the system is reported as unavailable, with the
+reason, and never replaced by anything else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from model.evaluation.metrics import Span
+
+INDEXPOOL_CHECKPOINT = Path(
+    os.environ.get("INDEXPOOL_CHECKPOINT", Path(__file__).resolve().parents[1] / "assets" / "indexpool.pt")
+)
+QA_SYSTEMS = ("indexpool", "bm25", "dense")
+SUMMARIZERS = ("indexpool", "lead", "lexrank")
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Response:
+    """Citations best first (each at most ~200 words) and the extractive answer text."""
+
+    citations: list[Span]
+    answer: str
+
+
+class QASystem(Protocol):
+    name: str
+
+    def index(self, documents: Sequence[Document]) -> None:
+        """Prepare for questions over ``documents`` (replacing any previous corpus)."""
+
+    def ask(self, question: str, k: int) -> Response:
+        """Answer ``question`` with up to ``k`` citations, best first."""
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, text: str, budget_words: int) -> str:
+        """A summary of ``text`` of at most ``budget_words`` words, one sentence per line."""
+
+
+class SystemUnavailable(Exception):
+    """The system cannot run here; the message says why."""
+
+
+def _indexpool(factory: str, checkpoint: Path) -> object:
+    if not checkpoint.is_file():
+        raise SystemUnavailable(f"no IndexPool checkpoint at {checkpoint} (the model has not been trained yet)")
+    try:
+        module = importlib.import_module("model.system")
+    except ImportError as error:
+        raise SystemUnavailable(f"the IndexPool inference module model.system cannot be imported: {error}") from error
+    return getattr(module, factory)(checkpoint)
+
+
+def make_qa_system(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> QASystem:
+    """The QA system called ``name``; raises SystemUnavailable, or ValueError for an unknown name."""
+    from model.evaluation import baselines
+
+    if name == "indexpool":
+        return _indexpool("qa_system", checkpoint)  # type: ignore[return-value]
+    if name == "bm25":
+        return baselines.BM25System()
+    if name == "dense":
+        return baselines.DenseSystem()
+    raise ValueError(f"unknown QA system {name!r} (choose from {', '.join(QA_SYSTEMS)})")
+
+
+def make_summarizer(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> Summarizer:
+    """The summarizer called ``name``; raises SystemUnavailable, or ValueError for an unknown name."""
+    from model.evaluation import baselines
+
+    if name == "indexpool":
+        return _indexpool("summarizer", checkpoint)  # type: ignore[return-value]
+    if name == "lead":
+        return baselines.Lead()
+    if name == "lexrank":
+        return baselines.LexRank()
+    raise ValueError(f"unknown summarizer {name!r} (choose from {', '.join(SUMMARIZERS)})")
