@@ -286,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module_name, help_text in (
         ("bench", "model.indexpool.bench", "indexer benchmark: latency, memory and recall per method (see --help)"),
         ("eval", "model.evaluation.cli", "evaluate qa, summarize or niah against baselines (see --help)"),
+        ("train", "model.train", "train the IndexPool model from a JSON config (see --help)"),
     ):
         delegated = commands.add_parser(name, help=help_text, add_help=False)
         delegated.set_defaults(handler=_delegate(module_name, name), delegated=True)
