@@ -216,7 +216,10 @@ def _delegate(module_name: str, prog: str):  # noqa: ANN202
     def handler(args: argparse.Namespace) -> int:
         import importlib
 
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            raise UserError(f"'indexpool {prog}' is not available in this version ({error})") from error
         parser = argparse.ArgumentParser(prog=f"indexpool {prog}")
         module.add_arguments(parser)
         delegated = parser.parse_args(args.rest)
