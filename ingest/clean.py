@@ -86,6 +86,9 @@ def _drop_edges(page: list[str], repeated: set[str]) -> list[str]:
         if edge and (_key(line) in repeated or (i < 2 or i >= len(page) - 2) and _PAGE_NUMBER.fullmatch(line)):
             continue
         kept.append(line)
+    if not any(ch.isalnum() for line in kept for ch in line) and sum(len(line.split()) for line in page) >= 3:
+        return page  # a page made only of a repeated line of real words keeps it (a lone label such as
+        # "Background" on image-only pages still goes, and the page is flagged as needing OCR)
     return kept
 
 

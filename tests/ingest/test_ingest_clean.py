@@ -68,3 +68,9 @@ def test_reflow_joins_lines_into_paragraphs_and_breaks_at_headings() -> None:
 def test_spacing_accents_from_pdf_fonts_are_composed() -> None:
     [text] = clean_pdf_pages(["Saier and F\u00a8arber (2019) and Andr\u00b4e"])
     assert text == "Saier and F\u00e4rber (2019) and Andr\u00e9"
+
+
+def test_a_page_made_only_of_a_repeated_line_keeps_it() -> None:
+    # e.g. the shared sample habibi-rotated.pdf: the same single line on each of its 4 pages
+    pages = ["حَبيبي habibi حَبيبي"] * 4
+    assert all("habibi" in page for page in clean_pdf_pages(pages))
