@@ -8,9 +8,12 @@ version, plus at worst an unreferenced array file, which ``Library.repair`` (run
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,9 +176,7 @@ class Library:
             collection_id = self._get_or_create_collection(session, collection)
             session.commit()
             previous = session.scalar(
-                select(Document).where(
-                    Document.collection_id == collection_id, Document.source == parsed.source
-                )
+                select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
             )
             if previous is not None and previous.status == "ingested":
                 if previous.content_hash == parsed.content_hash:
@@ -192,19 +193,30 @@ class Library:
                 return StoreResult("duplicate", twin.id, f"same content as {twin.source}, skipped")
 
         array_file = f"{uuid.uuid4().hex}.npz"
-        write_npz_atomic(
-            self.arrays_dir / array_file,
-            ids=parsed.token_ids.astype(np.int32),
-            starts=parsed.token_starts.astype(np.int32),
-            ends=parsed.token_ends.astype(np.int32),
-        )
+        old_array_file: str | None = None
+        with self._writing():
+            write_npz_atomic(
+                self.arrays_dir / array_file,
+                ids=parsed.token_ids.astype(np.int32),
+                starts=parsed.token_starts.astype(np.int32),
+                ends=parsed.token_ends.astype(np.int32),
+            )
+            document_id, previous, old_array_file = self._commit_document(collection_id, parsed, array_file)
+        if old_array_file:
+            (self.arrays_dir / old_array_file).unlink(missing_ok=True)
+        replaced = previous is not None and previous.status == "ingested"
+        return StoreResult("replaced" if replaced else "ingested", document_id)
+
+    def _commit_document(
+        self, collection_id: int, parsed: ParsedDocument, array_file: str
+    ) -> tuple[int, Document | None, str | None]:
+        """Insert the document in one transaction, deleting the version it replaces; on failure its new array
+        file goes too. Returns (document id, replaced document, the replaced array file)."""
         old_array_file: str | None = None
         try:
             with self.session() as session, session.begin():
                 previous = session.scalar(
-                    select(Document).where(
-                        Document.collection_id == collection_id, Document.source == parsed.source
-                    )
+                    select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
                 )
                 if previous is not None:
                     old_array_file = previous.array_file
@@ -213,14 +225,9 @@ class Library:
         except BaseException:
             (self.arrays_dir / array_file).unlink(missing_ok=True)
             raise
-        if old_array_file:
-            (self.arrays_dir / old_array_file).unlink(missing_ok=True)
-        replaced = previous is not None and previous.status == "ingested"
-        return StoreResult("replaced" if replaced else "ingested", document_id)
+        return document_id, previous, old_array_file
 
-    def _insert_document(
-        self, session: Session, collection_id: int, parsed: ParsedDocument, array_file: str
-    ) -> int:
+    def _insert_document(self, session: Session, collection_id: int, parsed: ParsedDocument, array_file: str) -> int:
         document = Document(
             collection_id=collection_id,
             source=parsed.source,
@@ -337,12 +344,33 @@ class Library:
             session.execute(delete(table).where(table.document_id == document_id))
         session.execute(delete(Document).where(Document.id == document_id))
 
+    @contextmanager
+    def _writing(self, exclusive: bool = False, wait: bool = True) -> Iterator[bool]:
+        """Hold the library's write lock: shared while a document is written (its array file exists before its
+        rows are committed), exclusive for ``repair``. Yields whether the lock was obtained. The OS releases the
+        lock of a process that dies, so a crash never leaves the library locked."""
+        with open(self.home / ".write.lock", "a") as handle:
+            mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if wait else fcntl.LOCK_NB)
+            try:
+                fcntl.flock(handle, mode)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def repair(self) -> list[str]:
-        """Delete array files no document references (left by a crash between file write and commit)."""
+        """Delete array files no document references (left by a crash between file write and commit).
+
+        Skipped while another process is writing a document, whose new file is not referenced yet."""
+        with self._writing(exclusive=True, wait=False) as locked:
+            return self._remove_unreferenced_files() if locked else []
+
+    def _remove_unreferenced_files(self) -> list[str]:
         with self.session() as session:
-            referenced = set(
-                session.scalars(select(Document.array_file).where(Document.array_file.is_not(None)))
-            )
+            referenced = set(session.scalars(select(Document.array_file).where(Document.array_file.is_not(None))))
         removed = []
         for path in self.arrays_dir.iterdir():
             if path.name not in referenced:
@@ -354,9 +382,7 @@ class Library:
 
     def search_sentences(self, collections: list[str], query: str, limit: int) -> list[SentenceHit]:
         """BM25 (SQLite FTS5, porter stemming) over the sentences of ``collections``; best first."""
-        words = [w for w in _FTS_WORD.findall(query.lower()) if w not in _STOPWORDS] or _FTS_WORD.findall(
-            query.lower()
-        )
+        words = [w for w in _FTS_WORD.findall(query.lower()) if w not in _STOPWORDS] or _FTS_WORD.findall(query.lower())
         if not words:
             return []
         match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))

@@ -163,3 +163,14 @@ def test_schema_version_is_checked(tmp_path: Path) -> None:
 def test_database_is_in_wal_mode(library: Library) -> None:
     with library.session() as session:
         assert session.scalar(text("PRAGMA journal_mode")) == "wal"
+
+
+def test_repair_leaves_the_file_of_a_write_in_progress(tmp_path: Path) -> None:
+    library = Library(tmp_path)
+    pending = library.arrays_dir / "being-written.npz"
+    pending.write_bytes(b"written, rows not committed yet")
+    with library._writing():  # another process is between writing its array file and committing its rows
+        Library(tmp_path)
+        assert pending.exists()
+    Library(tmp_path)
+    assert not pending.exists()

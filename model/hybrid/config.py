@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields
-from pathlib import Path
+from dataclasses import asdict, dataclass
 
 from model.indexpool import PRESETS, IndexPoolConfig
 from model.indexpool.config import METHODS
+from model.jsonconfig import JsonConfig
 
 CACHE_DTYPES = ("float32", "float16", "bfloat16")
 
 
 @dataclass
-class HybridConfig:
+class HybridConfig(JsonConfig):
     # tokens and widths
     vocab_size: int = 16000  # sentencepiece vocabulary (model/tokenizer.py)
     pad_id: int = 3
@@ -91,20 +91,3 @@ class HybridConfig:
         """Short hash of every field: caches are keyed by it."""
         text = json.dumps(asdict(self), sort_keys=True)
         return "hybrid-" + hashlib.sha256(text.encode()).hexdigest()[:12]
-
-    @classmethod
-    def from_dict(cls, d: dict) -> HybridConfig:
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown HybridConfig fields: {sorted(unknown)}")
-        return cls(**d)
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> HybridConfig:
-        return cls.from_dict(json.loads(Path(path).read_text()))
-
-    def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(asdict(self), indent=2)
-        if path is not None:
-            Path(path).write_text(text)
-        return text

@@ -13,8 +13,6 @@ are handed to ``on_chunk(start, hidden (T, d))`` and not kept.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ import torch
 from torch import nn
 
 from model.indexpool import Selection
+from storage.arrays import atomic_write
 
 from .block import HybridBlock
 from .config import HybridConfig
@@ -187,18 +186,7 @@ class HybridModel(nn.Module):
             })  # fmt: skip
         payload = {"model_version": state.model_version, "config": asdict(self.cfg), "length": state.length,
                    "layers": layers}  # fmt: skip
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                torch.save(payload, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(Path(path), lambda handle: torch.save(payload, handle))
 
     def load_state(self, path: str | Path) -> CollectionState:
         """Read collection caches written by save_state (keys/values memory-mapped); refuses caches of another

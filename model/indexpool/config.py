@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
+
+from model.jsonconfig import JsonConfig
 
 METHODS = ("uncompressed", "indexpool", "mean_pool", "static", "quest")
 CONTENT_QUERIES = ("last_query", "block_mean")
 
 
 @dataclass
-class IndexPoolConfig:
+class IndexPoolConfig(JsonConfig):
     n_heads: int = 8  # H_I indexer heads
     head_dim: int = 64  # d_I
     ratio: int = 4  # r keys per pooled entry (2, 4 or 8)
@@ -40,24 +40,6 @@ class IndexPoolConfig:
         align = max(self.ratio, self.quest_block)
         if self.sink_tokens % align or self.local_tokens % align:
             raise ValueError(f"sink_tokens and local_tokens must be multiples of {align} (ratio, quest block)")
-
-    @classmethod
-    def from_dict(cls, d: dict) -> IndexPoolConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown IndexPoolConfig fields: {sorted(unknown)}")
-        return cls(**d)
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> IndexPoolConfig:
-        return cls.from_dict(json.loads(Path(path).read_text()))
-
-    def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(asdict(self), indent=2)
-        if path is not None:
-            Path(path).write_text(text)
-        return text
 
     @classmethod
     def preset(cls, name: str, **overrides) -> IndexPoolConfig:
