@@ -46,9 +46,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     limits = Limits(timeout_s=args.timeout, max_file_bytes=int(args.max_file_mb * 2**20))
     started = time.perf_counter()
     events = []
-    for event in services.ingest(
-        [Path(p) for p in args.paths], args.collection, args.password, limits, args.workers
-    ):
+    for event in services.ingest([Path(p) for p in args.paths], args.collection, args.password, limits, args.workers):
         events.append(event)
         if not args.json:
             print(_event_line(event), flush=True)
@@ -114,9 +112,7 @@ def cmd_documents(args: argparse.Namespace) -> int:
         _print_json(rows)
         return 0
     for row in rows:
-        detail = (
-            row["error"] if row["status"] == "error" else f"{row['pages']} pages, {row['tokens']:,} tokens"
-        )
+        detail = row["error"] if row["status"] == "error" else f"{row['pages']} pages, {row['tokens']:,} tokens"
         ocr = f", needs OCR: pages {row['needs_ocr_pages']}" if row["needs_ocr_pages"] else ""
         print(f"{row['id']:>6}  {row['status']:<8}  {row['title'][:60]:<60}  {detail}{ocr}")
     return 0
@@ -134,9 +130,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
             "documents": services.remove_collection(args.collection),
         }
     else:
-        raise UserError(
-            "name the documents to remove (id, source or title), or pass --all to remove the collection"
-        )
+        raise UserError("name the documents to remove (id, source or title), or pass --all to remove the collection")
     if args.json:
         _print_json(report)
     elif "removed" in report:
@@ -157,11 +151,47 @@ def _print_answer(answer_json: dict[str, Any]) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    answer = _services(args).ask(args.collection, args.question, args.top_k, args.reader)
+    answer = _services(args).ask(args.collection, args.question, args.top_k, args.reader, args.session)
     if args.json:
         _print_json(answer.to_json())
     else:
         _print_answer(answer.to_json())
+    return 0
+
+
+def cmd_session(args: argparse.Namespace) -> int:
+    services = _services(args)
+    action = args.action
+    if action == "export":
+        output = services.export_session(args.id, args.format)
+        if args.out:
+            Path(args.out).write_text(output + "\n", encoding="utf-8")
+            print(f"wrote session {args.id} to {args.out}")
+        else:
+            print(output)
+        return 0
+    if action == "list":
+        result: Any = [asdict(info) for info in services.list_sessions()]
+    elif action == "new":
+        result = asdict(services.create_session(args.name))
+    elif action == "rename":
+        result = asdict(services.rename_session(args.id, args.name))
+    elif action == "delete":
+        services.delete_session(args.id)
+        result = {"deleted": args.id}
+    else:  # show
+        result = {"session": asdict(services.sessions.info(args.id)), "questions": services.session_history(args.id)}
+    if args.json:
+        _print_json(result)
+    elif action == "list":
+        for info in result:
+            print(f"{info['id']:>5}  {info['name']:<40}  {info['questions']} questions, last used {info['updated_at']}")
+    elif action == "show":
+        print(services.export_session(args.id, "md"))
+    elif action == "delete":
+        print(f"deleted session {args.id}")
+    else:
+        print(f"session {result['id']}: {result['name']}")
     return 0
 
 
@@ -265,6 +295,21 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--collection", required=True, action="append", help="repeat to ask over several")
     ask.add_argument("--top-k", type=_positive_int, default=5, help="citations to return")
     ask.add_argument("--reader", default="bm25", help="answering method (bm25)")
+    ask.add_argument("--session", type=_positive_int, help="record the question in this chat session")
+
+    session = command("session", cmd_session, "chat sessions: list, new, rename, delete, show, export")
+    actions = session.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions.add_parser("list", help="list sessions, most recently used first")
+    actions.add_parser("new", help="start a session").add_argument("name")
+    rename = actions.add_parser("rename", help="rename a session")
+    rename.add_argument("id", type=_positive_int)
+    rename.add_argument("name")
+    actions.add_parser("delete", help="delete a session with its answers").add_argument("id", type=_positive_int)
+    actions.add_parser("show", help="questions, answers and citations").add_argument("id", type=_positive_int)
+    export = actions.add_parser("export", help="write a session as Markdown or JSON")
+    export.add_argument("id", type=_positive_int)
+    export.add_argument("--format", choices=("md", "json"), default="md")
+    export.add_argument("--out", help="file to write (default: standard output)")
 
     sample = command("sample", cmd_sample, "build the embedded sample library (Python standard library docs)")
     sample.add_argument("--limit", type=_positive_int, help="only the first N modules")
@@ -273,17 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = command("serve", cmd_serve, "start the web app", json_flag=False)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=_positive_int, default=7860)
-    serve.add_argument(
-        "--no-sample", action="store_true", help="do not build the sample library on first start"
-    )
+    serve.add_argument("--no-sample", action="store_true", help="do not build the sample library on first start")
 
     bench_ingest = command("bench-ingest", cmd_bench_ingest, "measure ingestion throughput and peak RSS")
-    bench_ingest.add_argument(
-        "--pdfs", nargs="*", default=[], help="folders of PDFs (default: shared papers)"
-    )
-    bench_ingest.add_argument(
-        "--texts", nargs="*", default=[], help="folders of .txt (default: shared books)"
-    )
+    bench_ingest.add_argument("--pdfs", nargs="*", default=[], help="folders of PDFs (default: shared papers)")
+    bench_ingest.add_argument("--texts", nargs="*", default=[], help="folders of .txt (default: shared books)")
     bench_ingest.add_argument("--text-tokens", type=_positive_int, default=1_000_000)
     bench_ingest.add_argument("--workers", type=_positive_int, default=min(2, os.cpu_count() or 1))
     for name, module_name, help_text in (
@@ -320,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except (UserError, StorageError) as error:
         print(f"indexpool: error: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader of our output went away (e.g. `| head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except KeyboardInterrupt:
         print("indexpool: interrupted", file=sys.stderr)

@@ -21,6 +21,7 @@ from model.reader import READERS, Answer
 from storage.db import StorageError
 from storage.library import CollectionInfo, Library
 from storage.models import AnswerRow, CitationRow, Document, MetricRecord
+from storage.sessions import SessionInfo, SessionStore
 
 
 class UserError(Exception):
@@ -89,6 +90,7 @@ class Services:
             self.library = Library(home)
         except StorageError as error:
             raise UserError(str(error)) from error
+        self.sessions = SessionStore(self.library)
 
     # ----------------------------------------------------------------- library
 
@@ -235,8 +237,10 @@ class Services:
         top_k: int = 5,
         reader: str = "bm25",
         session_id: int | None = None,
+        user: str = "",
     ) -> Answer:
-        """Answer ``question`` over ``collections``; the answer and a metric record are stored."""
+        """Answer ``question`` over ``collections``; the answer (in ``session_id`` when given, a session of
+        ``user``) and a metric record are stored."""
         if not question.strip():
             raise UserError("the question is empty")
         if not collections:
@@ -245,6 +249,8 @@ class Services:
             raise UserError(f"top-k must be between 1 and 100, got {top_k}")
         if reader not in READERS:
             raise UserError(f"unknown reader '{reader}' (readers: {', '.join(READERS)})")
+        if session_id is not None:
+            self._sessions_call("check", session_id, user)
         started = time.perf_counter()
         try:
             answer = READERS[reader]().answer(self.library, collections, question, top_k)
@@ -252,7 +258,35 @@ class Services:
             raise UserError(str(error)) from error
         answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
         self._record_answer(collections, question, answer, top_k, session_id)
+        if session_id is not None:
+            self.sessions.touch(session_id)
         return answer
+
+    # ----------------------------------------------------------------- chat sessions
+
+    def _sessions_call(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self.sessions, method)(*args)
+        except StorageError as error:
+            raise UserError(str(error)) from error
+
+    def create_session(self, name: str, user: str = "") -> SessionInfo:
+        return self._sessions_call("create", name, user)
+
+    def list_sessions(self, user: str = "") -> list[SessionInfo]:
+        return self.sessions.list(user)
+
+    def rename_session(self, session_id: int, name: str, user: str = "") -> SessionInfo:
+        return self._sessions_call("rename", session_id, name, user)
+
+    def delete_session(self, session_id: int, user: str = "") -> None:
+        self._sessions_call("delete", session_id, user)
+
+    def session_history(self, session_id: int, user: str = "") -> list[dict[str, Any]]:
+        return self._sessions_call("history", session_id, user)
+
+    def export_session(self, session_id: int, fmt: str, user: str = "") -> str:
+        return self._sessions_call("export", session_id, fmt, user)
 
     def _record_answer(
         self, collections: list[str], question: str, answer: Answer, top_k: int, session_id: int | None

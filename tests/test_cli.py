@@ -126,3 +126,22 @@ def test_sample_library_builds_from_this_python(home: Path, capsys: pytest.Captu
     report = run_json(capsys, "--home", str(home), "sample", "--limit", "4")
     assert report["collection"] == "python-stdlib" and report["documents"] == 4 and report["errors"] == 0
     assert report["tokens"] > 1000
+
+
+def test_session_commands(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Gated linear attention keeps a constant-size state.\n", encoding="utf-8")
+    assert run(capsys, "--home", str(home), "ingest", str(notes), "--collection", "c")[0] == 0
+    created = run_json(capsys, "--home", str(home), "session", "new", "Reading group")
+    code, _, err = run(capsys, "--home", str(home), "ask", "--collection", "c", "--session", str(created["id"]),
+                       "What state does linear attention keep?")
+    assert code == 0, err
+    [listed] = run_json(capsys, "--home", str(home), "session", "list")
+    assert listed["name"] == "Reading group" and listed["questions"] == 1
+    out = tmp_path / "session.json"
+    assert run(capsys, "--home", str(home), "session", "export", str(created["id"]), "--format", "json",
+               "--out", str(out))[0] == 0
+    assert json.loads(out.read_text())["questions"][0]["question"] == "What state does linear attention keep?"
+    assert run_json(capsys, "--home", str(home), "session", "delete", str(created["id"])) == {"deleted": created["id"]}
+    code, _, err = run(capsys, "--home", str(home), "session", "show", str(created["id"]))
+    assert code == 1 and "no session with id" in err
