@@ -277,9 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("paths", nargs="+", metavar="PATH")
     ingest.add_argument("--collection", required=True)
     ingest.add_argument("--password", help="password for encrypted PDFs")
-    ingest.add_argument("--workers", type=_positive_int, default=min(2, os.cpu_count() or 1))
-    ingest.add_argument("--timeout", type=_positive_float, default=Limits.timeout_s, help="seconds per file")
-    ingest.add_argument("--max-file-mb", type=_positive_float, default=Limits.max_file_bytes / 2**20)
+    ingest.add_argument("--workers", type=positive_int, default=min(2, os.cpu_count() or 1))
+    ingest.add_argument("--timeout", type=positive_float, default=Limits.timeout_s, help="seconds per file")
+    ingest.add_argument("--max-file-mb", type=positive_float, default=Limits.max_file_bytes / 2**20)
 
     command("collections", cmd_collections, "list collections")
     documents = command("documents", cmd_documents, "list the documents of a collection")
@@ -293,9 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask = command("ask", cmd_ask, "answer a question with citations")
     ask.add_argument("question")
     ask.add_argument("--collection", required=True, action="append", help="repeat to ask over several")
-    ask.add_argument("--top-k", type=_positive_int, default=5, help="citations to return")
+    ask.add_argument("--top-k", type=positive_int, default=5, help="citations to return")
     ask.add_argument("--reader", default="bm25", help="answering method (bm25)")
-    ask.add_argument("--session", type=_positive_int, help="record the question in this chat session")
+    ask.add_argument("--session", type=positive_int, help="record the question in this chat session")
 
     session = command("session", cmd_session, "chat sessions: list, new, rename, delete, show, export", False)
     actions = session.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -304,49 +304,51 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_parser("list", help="list sessions, most recently used first", parents=[json_flag])
     actions.add_parser("new", help="start a session", parents=[json_flag]).add_argument("name")
     rename = actions.add_parser("rename", help="rename a session", parents=[json_flag])
-    rename.add_argument("id", type=_positive_int)
+    rename.add_argument("id", type=positive_int)
     rename.add_argument("name")
     delete = actions.add_parser("delete", help="delete a session with its answers", parents=[json_flag])
-    delete.add_argument("id", type=_positive_int)
+    delete.add_argument("id", type=positive_int)
     show = actions.add_parser("show", help="questions, answers and citations", parents=[json_flag])
-    show.add_argument("id", type=_positive_int)
+    show.add_argument("id", type=positive_int)
     export = actions.add_parser("export", help="write a session as Markdown or JSON")
-    export.add_argument("id", type=_positive_int)
+    export.add_argument("id", type=positive_int)
     export.add_argument("--format", choices=("md", "json"), default="md")
     export.add_argument("--out", help="file to write (default: standard output)")
 
     sample = command("sample", cmd_sample, "build the embedded sample library (Python standard library docs)")
-    sample.add_argument("--limit", type=_positive_int, help="only the first N modules")
+    sample.add_argument("--limit", type=positive_int, help="only the first N modules")
     command("demo", cmd_demo, "build the sample library and answer example questions", json_flag=False)
 
     serve = command("serve", cmd_serve, "start the web app", json_flag=False)
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=_positive_int, default=7860)
+    serve.add_argument("--port", type=positive_int, default=7860)
     serve.add_argument("--no-sample", action="store_true", help="do not build the sample library on first start")
 
     bench_ingest = command("bench-ingest", cmd_bench_ingest, "measure ingestion throughput and peak RSS")
     bench_ingest.add_argument("--pdfs", nargs="*", default=[], help="folders of PDFs (default: shared papers)")
     bench_ingest.add_argument("--texts", nargs="*", default=[], help="folders of .txt (default: shared books)")
-    bench_ingest.add_argument("--text-tokens", type=_positive_int, default=1_000_000)
-    bench_ingest.add_argument("--workers", type=_positive_int, default=min(2, os.cpu_count() or 1))
+    bench_ingest.add_argument("--text-tokens", type=positive_int, default=1_000_000)
+    bench_ingest.add_argument("--workers", type=positive_int, default=min(2, os.cpu_count() or 1))
     for name, module_name, help_text in (
         ("bench", "model.indexpool.bench", "indexer benchmark: latency, memory and recall per method (see --help)"),
         ("eval", "model.evaluation.cli", "evaluate qa, summarize or niah against baselines (see --help)"),
         ("train", "model.train", "train the IndexPool model from a JSON config (see --help)"),
+        ("summarize", "app.summarize", "summarize files, folders and .zip archives into a resumable JSONL with "
+         "citations and ROUGE (see --help)"),
     ):
         delegated = commands.add_parser(name, help=help_text, add_help=False)
         delegated.set_defaults(handler=_delegate(module_name, name), delegated=True)
     return parser
 
 
-def _positive_int(value: str) -> int:
+def positive_int(value: str) -> int:
     number = int(value)
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return number
 
 
-def _positive_float(value: str) -> float:
+def positive_float(value: str) -> float:
     number = float(value)
     if not number > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
