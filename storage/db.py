@@ -44,7 +44,8 @@ def open_database(path: Path) -> sessionmaker[Session]:
             for statement in _FTS_DDL:
                 connection.execute(text(statement))
     except Exception as error:  # an unreadable or foreign file
-        raise StorageError(f"cannot open the library database {path}: {error}") from error
+        reason = getattr(error, "orig", None) or error  # the driver's own message, without SQLAlchemy's links
+        raise StorageError(f"cannot open the library database {path}: {reason}") from error
     factory = sessionmaker(engine, expire_on_commit=False)
     with factory.begin() as session:
         stored = session.scalar(select(Meta.value).where(Meta.key == "schema_version"))

@@ -174,3 +174,10 @@ def test_repair_leaves_the_file_of_a_write_in_progress(tmp_path: Path) -> None:
         assert pending.exists()
     Library(tmp_path)
     assert not pending.exists()
+
+
+def test_a_file_that_is_not_a_library_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "library.db").write_text("not a database at all, but long enough to have a header" * 10)
+    with pytest.raises(StorageError) as error:
+        Library(tmp_path)
+    assert str(error.value) == f"cannot open the library database {tmp_path / 'library.db'}: file is not a database"
