@@ -1,0 +1,324 @@
+"""The trained IndexPool model as the evaluation harness runs it: ``qa_system(checkpoint)`` and
+``summarizer(checkpoint)`` (see :mod:`model.evaluation.systems`), and the checkpoint format shared with training.
+
+A checkpoint holds an :class:`IndexPoolNet` (the hybrid model and its heads) in float16, its HybridConfig and the
+evidence-combination weights. Collections are encoded with the model's streaming prefill; passage and sentence
+states are pooled on the fly (weighted means, :class:`TokenPooling`) by a ``SpanAccumulator``, so no token state is
+ever kept.
+
+Evidence score of a passage p for a question q (each term z-scored over the corpus' passages):
+
+    semantic   cos(E_q, E_p)               EvidenceHead over the question's and p's pooled states
+    meeting    cos(E_q, mean of E_p' in p's document)   which document (meeting, paper) the question is about
+    indexer    share of the question tokens' top-k indexer selections (all layers) that fall inside p:
+               the model's own sparse attention choosing where to read, a learned lexical/semantic match
+
+``score = semantic + w_doc · meeting + w_idx · indexer``; training fits w_doc and w_idx on QMSum train meetings it
+held out of the retrieval stage (``model.train.calibrate``). ``evidence="semantic"`` (or the environment variable
+``INDEXPOOL_EVIDENCE=semantic``) drops the indexer term: the model-only span score, for ablations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.evaluation.metrics import Span
+from model.evaluation.passages import sentence_spans, split_passages
+from model.evaluation.systems import Document, Response
+from model.hybrid import EvidenceHead, HybridConfig, HybridModel, SalienceHead, SpanAccumulator, span_means
+from model.tokenizer import Tokenizer, load_tokenizer
+
+FORMAT = "indexpool-checkpoint/1"
+TEACHER_DIM = 384
+POSITION_BUCKETS = 16
+CHUNK_TOKENS = 4096
+MAX_QUESTION_TOKENS = 128
+
+
+@dataclass
+class EvidenceWeights:
+    doc: float = 0.5  # w_doc: the document-level semantic prior
+    indexer: float = 0.3  # w_idx: the indexer-selection evidence ("hybrid" mode only)
+    redundancy: float = 0.8  # summaries: skip a sentence this similar (cosine) to one already chosen
+
+
+class TokenPooling(nn.Module):
+    """Weights of the tokens in a span's pooled state: w_t = exp(log prior[id_t] + g(h_t)).
+
+    The prior is the SIF weight a / (a + p(id)) of the token's training frequency (set by training); g, a learned
+    linear function of the token's final state, starts at 0. Every block ends in an RMSNorm, so plain means of final
+    states weigh "uh" and "the" like content words; these weights give pooled spans the static SIF emphasis back.
+    """
+
+    def __init__(self, cfg: HybridConfig) -> None:
+        super().__init__()
+        self.register_buffer("log_prior", torch.zeros(cfg.vocab_size))
+        self.gate = nn.Linear(cfg.d_model, 1)
+        nn.init.zeros_(self.gate.weight)
+        nn.init.zeros_(self.gate.bias)
+
+    def forward(self, ids: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
+        """ids (..., T), states (..., T, d) → weights (..., T) > 0"""
+        return (self.log_prior[ids] + self.gate(states).squeeze(-1)).clamp(-20, 20).exp()
+
+
+def weighted_spans(states: torch.Tensor, weights: torch.Tensor, spans: torch.Tensor) -> torch.Tensor:
+    """Weighted span means.  states (T, d), weights (T,), spans (S, 2) → (S, d)"""
+    sums = span_means(torch.cat([states * weights[:, None], weights[:, None]], 1), spans)  # (S, d + 1)
+    return sums[:, :-1] / sums[:, -1:].clamp_min(1e-12)
+
+
+def weighted_mean(states: torch.Tensor, weights: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Weighted means of right-padded rows.  states (B, T, d), weights (B, T), lengths (B,) → (B, d)"""
+    w = weights * (torch.arange(states.shape[1])[None] < lengths[:, None])  # padding weighs 0
+    return (states * w[..., None]).sum(1) / w.sum(1, keepdim=True).clamp_min(1e-12)
+
+
+class WeightedSpanAccumulator:
+    """Weighted span means over streamed chunks (a SpanAccumulator over [w·h, w]); ``add`` is an on_chunk callback
+    of a prefill of ``ids``."""
+
+    def __init__(self, pool: TokenPooling, ids: torch.Tensor, spans: torch.Tensor, dim: int) -> None:
+        self.pool, self.ids = pool, ids  # ids (T_total,) of the whole stream
+        self.acc = SpanAccumulator(spans, dim + 1)
+
+    def add(self, start: int, hidden: torch.Tensor) -> None:
+        w = self.pool(self.ids[start : start + hidden.shape[0]], hidden)  # (T,)
+        self.acc.add(start, torch.cat([hidden * w[:, None], w[:, None]], 1))
+
+    def means(self) -> torch.Tensor:
+        """(S, d)"""
+        sums = self.acc.means()
+        return sums[:, :-1] / sums[:, -1:].clamp_min(1e-12)
+
+
+class IndexPoolNet(nn.Module):
+    """The hybrid model with its heads, the span pooling weights and the training-only teacher projection."""
+
+    def __init__(self, cfg: HybridConfig) -> None:
+        super().__init__()
+        self.model = HybridModel(cfg)
+        self.pool = TokenPooling(cfg)
+        self.evidence = EvidenceHead(cfg.d_model)
+        self.salience = SalienceHead(cfg.d_model)
+        self.position_prior = nn.Linear(POSITION_BUCKETS, 1)  # salience prior of the relative position
+        self.teacher_proj = nn.Linear(cfg.d_model, TEACHER_DIM)  # span mean → teacher embedding (distillation)
+
+    @property
+    def cfg(self) -> HybridConfig:
+        return self.model.cfg
+
+    def salience_scores(self, means: torch.Tensor) -> torch.Tensor:
+        """means (S, d) of a document's sentences in order → salience logits (S,)"""
+        rel = torch.arange(means.shape[0], dtype=torch.float32) / max(means.shape[0], 1)
+        buckets = F.one_hot((rel * POSITION_BUCKETS).long(), POSITION_BUCKETS).float()  # (S, P)
+        return self.salience(means) + self.position_prior(buckets).squeeze(-1)
+
+
+def save_checkpoint(net: IndexPoolNet, path: Path, evidence: EvidenceWeights, meta: dict) -> str:
+    """Write the float16 weights, config and evidence weights; returns the weights hash (set as cfg.weights_id)."""
+    state = {k: v.detach().cpu().to(torch.float16) if v.is_floating_point() else v.cpu()
+             for k, v in net.state_dict().items()}
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    weights_id = hashlib.sha256(buf.getvalue()).hexdigest()[:12]
+    net.cfg.weights_id = weights_id
+    payload = {"format": FORMAT, "config": asdict(net.cfg), "state": state, "evidence": asdict(evidence),
+               "meta": meta}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".partial")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+    return weights_id
+
+
+def load_checkpoint(path: Path) -> tuple[IndexPoolNet, EvidenceWeights, dict]:
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if payload.get("format") != FORMAT:
+        raise ValueError(f"{path}: not an IndexPool checkpoint ({payload.get('format')!r})")
+    net = IndexPoolNet(HybridConfig.from_dict(payload["config"]))
+    net.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in payload["state"].items()})
+    net.eval()
+    return net, EvidenceWeights(**payload["evidence"]), payload["meta"]
+
+
+def char_to_token_spans(starts: np.ndarray, spans: Sequence[tuple[int, int]], offset: int) -> np.ndarray:
+    """Character spans → token spans [first token starting at/after start, first token starting at/after end),
+    shifted by ``offset`` tokens.  starts (T,) token start characters → (S, 2) int64"""
+    chars = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    return np.searchsorted(starts, chars, side="left").astype(np.int64) + offset
+
+
+def encode_spans(net: IndexPoolNet, ids: np.ndarray, spans: np.ndarray) -> torch.Tensor:
+    """Weighted mean states of token ``spans`` (S, 2) of one document, by streaming prefill.  → (S, d)"""
+    stream = torch.as_tensor(ids, dtype=torch.int64)
+    acc = WeightedSpanAccumulator(net.pool, stream, torch.as_tensor(spans), net.cfg.d_model)
+    net.model.prefill(stream, CHUNK_TOKENS, on_chunk=acc.add)
+    return acc.means()
+
+
+def _zscore(x: torch.Tensor) -> torch.Tensor:
+    return (x - x.mean()) / x.std().clamp_min(1e-6) if x.numel() > 1 else x * 0
+
+
+class _Encoder:
+    """Shared inference plumbing: tokenizing with offsets, streaming prefill with span accumulation."""
+
+    def __init__(self, net: IndexPoolNet, weights: EvidenceWeights, tokenizer: Tokenizer | None = None) -> None:
+        self.net, self.weights = net, weights
+        self.tokenizer = tokenizer or load_tokenizer()
+
+    def question_ids(self, question: str) -> torch.Tensor:
+        return torch.as_tensor(self.tokenizer.encode(question)[:MAX_QUESTION_TOKENS], dtype=torch.int64)
+
+    def encode_question(self, ids: torch.Tensor) -> torch.Tensor:
+        """The question's ids (Tq,), encoded on their own → unit embedding (e,)."""
+        h = self.net.model(ids[None])[0]  # (Tq, d)
+        w = self.net.pool(ids, h)  # (Tq,)
+        return self.net.evidence.embed_question((h * w[:, None]).sum(0, keepdim=True) / w.sum())
+
+
+class IndexPoolQA(_Encoder):
+    name = "indexpool"
+
+    def __init__(self, net: IndexPoolNet, weights: EvidenceWeights, evidence: str | None = None) -> None:
+        super().__init__(net, weights)
+        self.mode = evidence or os.environ.get("INDEXPOOL_EVIDENCE", "hybrid")
+        if self.mode not in ("hybrid", "semantic"):
+            raise ValueError(f"evidence mode must be 'hybrid' or 'semantic', got {self.mode!r}")
+
+    @torch.no_grad()
+    def index(self, documents: Sequence[Document]) -> None:
+        """Encode the corpus as one token stream (documents in order), accumulating passage and sentence means."""
+        self.passages, self.sentences = [], []  # Passage; (char start, char end) of each sentence
+        self.sentence_rows: list[list[int]] = []  # per passage: its rows of self.sentences
+        pieces, passage_tokens, sentence_tokens, doc_of = [], [], [], []
+        offset = 0
+        for d, document in enumerate(documents):
+            ids, starts, _ = self.tokenizer.encode_offsets(document.text)
+            passages = split_passages(document.id, document.text)
+            s_spans = []
+            for p in passages:
+                rows = sentence_spans(document.text, p.start, p.end)
+                self.sentence_rows.append(list(range(len(self.sentences), len(self.sentences) + len(rows))))
+                self.sentences.extend(rows)
+                s_spans.extend(rows)
+            self.passages.extend(passages)
+            doc_of.extend([d] * len(passages))
+            passage_tokens.append(char_to_token_spans(starts, [(p.start, p.end) for p in passages], offset))
+            sentence_tokens.append(char_to_token_spans(starts, s_spans, offset))
+            pieces.append(ids)
+            offset += len(ids)
+        n_passages = len(self.passages)
+        all_spans = torch.as_tensor(np.concatenate(passage_tokens + sentence_tokens + [np.zeros((0, 2), np.int64)]))
+        stream = torch.as_tensor(np.concatenate(pieces + [np.zeros(0, np.int32)]), dtype=torch.int64)
+        acc = WeightedSpanAccumulator(self.net.pool, stream, all_spans, self.net.cfg.d_model)  # passages, sentences
+        self.state = self.net.model.prefill(stream, CHUNK_TOKENS, on_chunk=acc.add)
+        means = acc.means()  # (P + S, d)
+        emb = self.net.evidence.embed_spans(means)  # (P + S, e) unit
+        self.passage_emb, self.sentence_emb = emb[:n_passages], emb[n_passages:]
+        self.passage_tokens = all_spans[:n_passages]  # (P, 2)
+        doc_of_t = torch.as_tensor(doc_of, dtype=torch.int64)
+        docs = torch.zeros(len(documents), emb.shape[1]).index_add_(0, doc_of_t, self.passage_emb)
+        self.doc_emb = F.normalize(docs, dim=-1)[doc_of_t]  # (P, e) each passage's document embedding
+
+    def indexer_evidence(self, ids: torch.Tensor) -> torch.Tensor:
+        """Share of the question tokens' scored indexer selections (all layers) inside each passage, each token
+        counted with its pooling weight (what it contributes to the question's meaning).  → (P,)"""
+        out = self.net.model.query(ids, self.state)
+        token_w = self.net.pool(ids, out.hidden)  # (Tq,)
+        token_w = token_w / token_w.sum()
+        starts = self.passage_tokens[:, 0].contiguous()
+        evidence = torch.zeros(len(self.passages))
+        for sel in out.selections:
+            ok = sel.lengths > 0  # (Tq, m)
+            p = (torch.searchsorted(starts, sel.starts[ok], right=True) - 1).clamp_min(0)
+            inside = sel.starts[ok] < self.passage_tokens[p, 1]
+            share = token_w[:, None] * sel.lengths.float() / sel.lengths.sum(1, keepdim=True).clamp_min(1)
+            evidence.index_add_(0, p[inside], share[ok][inside])
+        return evidence
+
+    @torch.no_grad()
+    def components(self, question: str, indexer: bool) -> dict[str, torch.Tensor]:
+        """The z-scored terms of the evidence score of every passage: semantic, doc [, indexer].  → {name: (P,)}"""
+        ids = self.question_ids(question)
+        q = self.encode_question(ids)  # (e,)
+        terms = {"semantic": _zscore(self.passage_emb @ q), "doc": _zscore(self.doc_emb @ q)}
+        if indexer:
+            terms["indexer"] = _zscore(self.indexer_evidence(ids))
+        return terms
+
+    def scores(self, question: str) -> torch.Tensor:
+        """Evidence score of every passage.  → (P,)"""
+        hybrid = self.mode == "hybrid" and self.weights.indexer != 0
+        t = self.components(question, hybrid)
+        score = t["semantic"] + self.weights.doc * t["doc"]
+        return score + self.weights.indexer * t["indexer"] if hybrid else score
+
+    @torch.no_grad()
+    def ask(self, question: str, k: int) -> Response:
+        if not self.passages:
+            return Response([], "")
+        score = self.scores(question)
+        order = score.topk(min(k, len(self.passages))).indices.tolist()
+        best = order[0]
+        answer = ""
+        rows = self.sentence_rows[best]
+        if rows:
+            i = rows[int((self.sentence_emb[rows] @ self.encode_question(self.question_ids(question))).argmax())]
+            s, e = self.sentences[i]
+            passage = self.passages[best]
+            answer = passage.text[s - passage.start : e - passage.start]
+        cited = [Span(self.passages[i].doc, self.passages[i].start, self.passages[i].end) for i in order]
+        return Response(cited, answer)
+
+
+class IndexPoolSummarizer(_Encoder):
+    name = "indexpool"
+
+    @torch.no_grad()
+    def sentence_states(self, text: str) -> tuple[list[tuple[int, int]], torch.Tensor]:
+        """Sentence character spans and their mean states (S, d), by streaming prefill."""
+        ids, starts, _ = self.tokenizer.encode_offsets(text)
+        spans = sentence_spans(text)
+        return spans, encode_spans(self.net, ids, char_to_token_spans(starts, spans, 0))
+
+    @torch.no_grad()
+    def summarize(self, text: str, budget_words: int) -> str:
+        """Salient sentences, best first while the budget lasts, skipping near-duplicates; in reading order."""
+        spans, means = self.sentence_states(text)
+        if not spans:
+            return ""
+        salience = self.net.salience_scores(means)  # (S,)
+        emb = self.net.evidence.embed_spans(means)  # (S, e) unit
+        words = [len(text[s:e].split()) for s, e in spans]
+        chosen: list[int] = []
+        used = 0
+        for i in salience.argsort(descending=True).tolist():
+            if used >= budget_words:
+                break
+            if words[i] < 5 or (chosen and float((emb[chosen] @ emb[i]).max()) > self.weights.redundancy):
+                continue
+            chosen.append(i)
+            used += words[i]
+        return "\n".join(" ".join(text[spans[i][0] : spans[i][1]].split()) for i in sorted(chosen))
+
+
+def qa_system(checkpoint: Path) -> IndexPoolQA:
+    net, weights, _ = load_checkpoint(checkpoint)
+    return IndexPoolQA(net, weights)
+
+
+def summarizer(checkpoint: Path) -> IndexPoolSummarizer:
+    net, weights, _ = load_checkpoint(checkpoint)
+    return IndexPoolSummarizer(net, weights)
