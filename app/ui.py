@@ -216,7 +216,9 @@ def build_app(services: Services) -> gr.Blocks:
                 library_status = gr.Markdown(elem_id="library-status")
             with gr.Tab("Ask", id="ask"):
                 ask_collections = gr.Dropdown(
+                    choices=collection_names(services),
                     multiselect=True,
+                    allow_custom_value=True,  # API clients may name any collection; services.ask checks it
                     label="Collections",
                     elem_id="ask-collections",
                 )
@@ -256,6 +258,7 @@ def build_app(services: Services) -> gr.Blocks:
             [ask_collections, question],
             [answer, citations, timing],
             api_name="ask",
+            concurrency_limit=4,  # answering only reads the library (SQLite WAL): a few may run at once
         )
     return app
 
