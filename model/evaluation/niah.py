@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from model.evaluation.metrics import check_citations
-from model.evaluation.systems import Document, QASystem, SystemUnavailable, make_qa_system
+from model.evaluation.systems import Document, QASystem, available, make_qa_system
 from model.tokenizer import load_tokenizer
 
 DEPTHS = tuple(range(0, 101, 10))
@@ -136,12 +136,7 @@ def run_niah(folder: Path, lengths: Sequence[int], systems: Sequence[str], seed:
         "haystack": {str(n): {"tokens": h.tokens, "books": h.books} for n, h in haystacks.items()},
         "systems": {},
     }
-    for name in systems:
-        try:
-            system = make_qa_system(name)
-        except SystemUnavailable as error:
-            report["systems"][name] = {"unavailable": str(error)}
-            continue
+    for name, system in available(systems, make_qa_system, report):
         print(f"eval niah: {name} at {', '.join(f'{n:,}' for n in lengths)} tokens", file=sys.stderr, flush=True)
         started = time.perf_counter()
         results = run_system(system, haystacks, seed)

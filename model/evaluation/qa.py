@@ -18,7 +18,7 @@ from typing import Any
 
 from model.evaluation.datasets import read_jsonl
 from model.evaluation.metrics import Span, check_citations, first_hit_rank, latency_percentiles, recall_at, rouge
-from model.evaluation.systems import Document, QASystem, SystemUnavailable, make_qa_system
+from model.evaluation.systems import Document, QASystem, available, make_qa_system
 
 RECALL_AT = (1, 5, 10)
 
@@ -86,12 +86,7 @@ def run_qa(corpus: Path, questions_path: Path, systems: Sequence[str], limit: in
         "documents": len(documents),
         "systems": {},
     }
-    for name in systems:
-        try:
-            system = make_qa_system(name)
-        except SystemUnavailable as error:
-            report["systems"][name] = {"unavailable": str(error)}
-            continue
+    for name, system in available(systems, make_qa_system, report):
         print(f"eval qa: {name} on {len(questions)} questions over {len(documents)} documents",
               file=sys.stderr, flush=True)
         report["systems"][name] = evaluate_system(system, documents, questions, per_question)

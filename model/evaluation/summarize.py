@@ -17,7 +17,7 @@ from typing import Any
 from model.evaluation.baselines import fit_budget
 from model.evaluation.datasets import read_jsonl
 from model.evaluation.metrics import ROUGE_TYPES, rouge
-from model.evaluation.systems import Summarizer, SystemUnavailable, make_summarizer
+from model.evaluation.systems import Summarizer, available, make_summarizer
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,7 @@ def run_summarize(data: Path, systems: Sequence[str], limit: int | None = None,
         "budget_words": budget_words or "reference length",
         "systems": {},
     }
-    for name in systems:
-        try:
-            system = make_summarizer(name)
-        except SystemUnavailable as error:
-            report["systems"][name] = {"unavailable": str(error)}
-            continue
+    for name, system in available(systems, make_summarizer, report):
         print(f"eval summarize: {name} on {len(items)} documents", file=sys.stderr, flush=True)
         report["systems"][name] = evaluate_summarizer(system, items, budget_words)
     return report

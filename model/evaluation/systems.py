@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from model.evaluation.metrics import Span
 
@@ -98,3 +98,20 @@ def make_summarizer(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> Summa
     if name == "lexrank":
         return baselines.LexRank()
     raise ValueError(f"unknown summarizer {name!r} (choose from {', '.join(SUMMARIZERS)})")
+
+
+System = TypeVar("System")
+
+
+def available(
+    names: Sequence[str], make: Callable[[str], System], report: dict[str, Any]
+) -> Iterator[tuple[str, System]]:
+    """Yield ``(name, system)`` for each system that can run here; each one that cannot is recorded in
+    ``report["systems"][name]`` as ``{"unavailable": reason}``."""
+    for name in names:
+        try:
+            system = make(name)
+        except SystemUnavailable as error:
+            report["systems"][name] = {"unavailable": str(error)}
+            continue
+        yield name, system
