@@ -97,8 +97,9 @@ def _upload_and_ingest(page: Page, paths: list[Path]) -> str:
 
 
 def _table_rows(page: Page, elem_id: str) -> list[list[str]]:
-    """The visible body rows of a gr.Dataframe (its ARIA grid), as cell texts."""
+    """The visible body rows of a gr.Dataframe (its ARIA grid), as cell texts; waits for the first row to render."""
     rows = page.locator(f"#{elem_id} [role=row][data-index]")
+    expect(rows.first).to_be_visible()
     return [[cell.strip() for cell in row.locator("[role=gridcell]").all_inner_texts()] for row in rows.all()]
 
 
