@@ -220,7 +220,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from app.ui import serve
 
-    serve(_services(args), host=args.host, port=args.port, build_sample_if_empty=not args.no_sample)
+    users = [pair for pairs in args.auth for pair in pairs]
+    repeated = sorted({user for user, _ in users if [u for u, _ in users].count(user) > 1})
+    if repeated:
+        raise UserError(f"--auth names {', '.join(repeated)} more than once")
+    serve(
+        _services(args),
+        host=args.host,
+        port=args.port,
+        build_sample_if_empty=not args.no_sample,
+        auth=users or None,
+    )
     return 0
 
 
@@ -323,6 +333,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=positive_int, default=7860)
     serve.add_argument("--no-sample", action="store_true", help="do not build the sample library on first start")
+    serve.add_argument(
+        "--auth",
+        type=auth_pairs,
+        action="append",
+        default=[],
+        metavar="USER:PASSWORD",
+        help="require a login; repeat or separate with commas for several users (each sees only their sessions)",
+    )
 
     bench_ingest = command("bench-ingest", cmd_bench_ingest, "measure ingestion throughput and peak RSS")
     bench_ingest.add_argument("--pdfs", nargs="*", default=[], help="folders of PDFs (default: shared papers)")
@@ -333,8 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("bench", "model.indexpool.bench", "indexer benchmark: latency, memory and recall per method (see --help)"),
         ("eval", "model.evaluation.cli", "evaluate qa, summarize or niah against baselines (see --help)"),
         ("train", "model.train", "train the IndexPool model from a JSON config (see --help)"),
-        ("summarize", "app.summarize", "summarize files, folders and .zip archives into a resumable JSONL with "
-         "citations and ROUGE (see --help)"),
+        (
+            "summarize",
+            "app.summarize",
+            "summarize files, folders and .zip archives into a resumable JSONL with citations and ROUGE (see --help)",
+        ),
     ):
         delegated = commands.add_parser(name, help=help_text, add_help=False)
         delegated.set_defaults(handler=_delegate(module_name, name), delegated=True)
@@ -346,6 +367,17 @@ def positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return number
+
+
+def auth_pairs(value: str) -> list[tuple[str, str]]:
+    """``user:password[,user:password...]`` as (user, password) pairs."""
+    pairs = []
+    for item in value.split(","):
+        user, colon, password = item.partition(":")
+        if not colon or not user.strip() or not password:
+            raise argparse.ArgumentTypeError(f"expected USER:PASSWORD, got {item!r}")
+        pairs.append((user.strip(), password))
+    return pairs
 
 
 def positive_float(value: str) -> float:

@@ -525,6 +525,22 @@ def load_summarizer(name: str) -> systems.Summarizer:
         ) from error
 
 
+def interactive_summarizer(name: str) -> tuple[systems.Summarizer, str]:
+    """For the app: the summarizer called ``name`` and how to label its output. The IndexPool model falls back to
+    the LEAD baseline, labelled as such, when it cannot run here; the batch command never falls back."""
+    try:
+        return load_summarizer(name), name
+    except UserError as error:
+        if name != "indexpool":
+            raise
+        reason = (
+            "model checkpoint not installed"
+            if not systems.INDEXPOOL_CHECKPOINT.is_file()
+            else f"the model cannot run here: {error.__cause__}"
+        )
+        return load_summarizer("lead"), f"baseline: lead ({reason})"
+
+
 def _progress_line(finished: int, total: int, record: Record) -> None:
     if record["error"]:
         outcome = f"error: {record['error']}"

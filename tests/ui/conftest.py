@@ -13,10 +13,12 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
+from ui_support import USERS, new_context
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -48,10 +50,9 @@ def _answers_http(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``indexpool serve --no-sample`` on a free port with an empty ``--home``; yields its URL."""
-    folder = tmp_path_factory.mktemp("serve")
+@contextmanager
+def _serve(folder: Path, *options: str) -> Iterator[str]:
+    """``indexpool serve --no-sample OPTIONS`` on a free port with an empty ``--home`` in ``folder``; its URL."""
     port = _free_port()
     env = os.environ | {
         "GRADIO_ANALYTICS_ENABLED": "False",
@@ -69,6 +70,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--no-sample",
         "--port",
         str(port),
+        *options,
     ]
     log_path = folder / "server.log"
     url = f"http://127.0.0.1:{port}/"
@@ -95,6 +97,21 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app without authentication."""
+    with _serve(tmp_path_factory.mktemp("serve")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def auth_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app with a login for the users and passwords of ``USERS``."""
+    logins = ",".join(f"{user}:{password}" for user, password in USERS.items())
+    with _serve(tmp_path_factory.mktemp("serve-auth"), "--auth", logins) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         reason = f"{CHROMIUM} is absent (apt-get install -y chromium)"
@@ -110,8 +127,7 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def page(browser: Browser, server_url: str) -> Iterator[Page]:
     """A fresh browser page with the app loaded."""
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    context.set_default_timeout(20_000)
+    context = new_context(browser)
     page = context.new_page()
     page.goto(server_url)
     page.wait_for_selector("#ingest-btn")

@@ -10,12 +10,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from gradio_client import Client
+from playwright.sync_api import Browser, Page, expect
+from ui_support import USERS, new_context, text_pdf
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 PAPER = SHARED_DATA / "pdf_papers_papermage_fixtures" / "2304.02623v1.pdf"
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 INGEST_TIMEOUT_MS = 90_000
+BENCH_DATA = SHARED_DATA / "gutenberg_nltk17"
+BENCH_TIMEOUT_MS = 150_000  # the first run on a machine encodes the benchmark text (about a minute on 2 cores)
 
 
 @dataclass
@@ -24,50 +28,30 @@ class Paper:
     title: str  # (part of) the title the library should show
     question: str
     answer_word: str  # a word the answer should contain
-
-
-def _text_pdf(title: str, lines: list[str]) -> bytes:
-    """A one-page PDF with ``lines`` of Helvetica text and a metadata title (no parentheses in the text)."""
-    content = ("BT /F1 11 Tf 72 720 Td 16 TL " + " ".join(f"({line}) '" for line in lines) + " ET").encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> "
-        b"/Contents 4 0 R >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Title (%s) >>" % title.encode(),
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\n" % (len(objects) + 1)
-    out += b"startxref\n%d\n%%%%EOF\n" % xref
-    return bytes(out)
+    has_abstract: bool
 
 
 def _paper(folder: Path) -> Paper:
     """A real paper from the shared data when present, else a small generated PDF."""
     if PAPER.exists():
-        return Paper(PAPER, "Beyond Summarization", "How do the authors characterize expository writing?", "expository")
+        return Paper(
+            PAPER, "Beyond Summarization", "How do the authors characterize expository writing?", "expository", True
+        )
     path = folder / "tidal-power.pdf"
     path.write_bytes(
-        _text_pdf(
+        text_pdf(
             "Notes on Tidal Power",
             [
-                "Tidal power converts the energy of the tides into electricity.",
-                "A tidal barrage holds water behind a dam at high tide and releases it through turbines.",
-                "Tidal stream generators work like underwater wind turbines in fast currents.",
-                "The tides are predictable, which makes tidal power a reliable source of energy.",
+                [
+                    "Tidal power converts the energy of the tides into electricity.",
+                    "A tidal barrage holds water behind a dam at high tide and releases it through turbines.",
+                    "Tidal stream generators work like underwater wind turbines in fast currents.",
+                    "The tides are predictable, which makes tidal power a reliable source of energy.",
+                ]
             ],
         )
     )
-    return Paper(path, "Notes on Tidal Power", "How does a tidal barrage produce electricity?", "barrage")
+    return Paper(path, "Notes on Tidal Power", "How does a tidal barrage produce electricity?", "barrage", False)
 
 
 def _screenshot(page: Page, name: str) -> None:
@@ -115,11 +99,16 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     _screenshot(page, "library")
 
     page.get_by_role("tab", name="Ask").click()
+    page.locator("#session-name textarea").fill("first reading")
+    page.click("#session-new")
+    expect(page.locator("#session input")).to_have_value("first reading (0 questions)")
     page.locator("#ask-collections input").click()
     page.get_by_role("option", name="papers").click()
     page.locator("#question textarea").fill(paper.question)
     page.click("#ask-btn")
     expect(page.locator("#timing")).to_contain_text("ms")
+    expect(page.locator("#session input")).to_have_value("first reading (1 question)")
+    expect(page.locator("#history")).to_contain_text(paper.question)
     answer = page.locator("#answer").inner_text()
     assert paper.answer_word in answer.lower() and "No sentence" not in answer, answer
     rows = _table_rows(page, "citations")
@@ -127,10 +116,72 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     rank, title, page_number, quote, score = rows[0]
     assert rank == "1" and paper.title in title and re.fullmatch(r"\d+", page_number), rows[0]
     assert len(quote.split()) >= 3 and float(score) > 0, rows[0]
+    page.locator("#citations [role=row][data-index] [role=gridcell]").nth(3).click()  # the first quoted sentence
+    expect(page.locator("#cited-page img")).to_be_visible()
+    expect(page.locator("#cited-page")).to_contain_text(f"page {page_number}")
+    assert page.locator("#cited-page img").evaluate("img => img.naturalWidth") > 300
+    expect(page.locator("#evidence mark")).to_have_text(quote)
+    page.locator("#session-name textarea").fill("paper questions")
+    page.click("#session-rename")
+    expect(page.locator("#session input")).to_have_value("paper questions (1 question)")
+    page.click("#export-btn")
+    with page.expect_download() as download:
+        page.locator("#export-file a").first.click()
+    exported = Path(download.value.path()).read_text()
+    assert exported.startswith("# paper questions") and f"## {paper.question}" in exported, exported[:500]
     _screenshot(page, "ask")
     page.locator("#question textarea").fill("")
     page.click("#ask-btn")
     expect(page.locator("#answer")).to_contain_text("Error: the question is empty")
+
+    page.get_by_role("tab", name="Summarize").click()
+    expect(page.locator("#summary-collection input")).to_have_value("papers")
+    page.locator("#summary-budget input").fill("60")
+    page.click("#summarize-btn")
+    expect(page.locator("#summary-label")).to_contain_text("baseline: lead (model checkpoint not installed)")
+    expect(page.locator("#summary-label")).to_contain_text("1 of 1 documents")
+    sentences = _table_rows(page, "summary")
+    assert all(paper.title in row[2] and re.fullmatch(r"\d+", row[3]) for row in sentences), sentences
+    assert 0 < sum(len(row[1].split()) for row in sentences) <= 60, sentences
+    expect(page.locator("#summary-rouge")).to_contain_text(
+        "ROUGE F1 against its abstract: ROUGE-1" if paper.has_abstract else "no abstract, so no ROUGE"
+    )
+    _screenshot(page, "summarize")
+
+    page.get_by_role("tab", name="Dashboard").click()
+    for plot in ("stages", "histogram", "counts", "memory"):
+        expect(page.locator(f"#plot-{plot} img")).to_be_visible()
+    expect(page.locator("#latency-percentiles")).to_contain_text("summarize")
+    assert re.search(r"ask\s+\d+\s+[\d.]+\s+[\d.]+", page.locator("#latency-percentiles").inner_text())
+    page.locator("#bench-tokens input").fill("32768")
+    page.click("#bench-btn")
+    if BENCH_DATA.is_dir():
+        expect(page.locator("#plot-bench img")).to_be_visible(timeout=BENCH_TIMEOUT_MS)
+        methods = {row[0]: row for row in _table_rows(page, "bench-table")}
+        assert float(methods["indexpool"][2]) * 4 == float(methods["uncompressed"][2]), methods
+        expect(page.locator("#bench-status")).to_contain_text("32,768 tokens")
+    else:
+        expect(page.locator("#bench-status")).to_contain_text("expected Gutenberg texts", timeout=BENCH_TIMEOUT_MS)
+    expect(page.get_by_text(re.compile(r"processing \|"))).to_have_count(0)  # the refresh after the benchmark
+    _screenshot(page, "dashboard")
+
+    page.get_by_role("tab", name="Settings").click()
+    expect(page.locator("#top-k input")).to_have_value("5")
+    page.locator("#top-k input").fill("2")
+    page.locator("#alpha input").fill("0.9")
+    page.click("#settings-save")
+    expect(page.locator("#settings-status")).to_contain_text("α + β + γ must add up to 1, got 1.40")
+    page.locator("#preset input").click()
+    page.get_by_role("option", name="technical").click()
+    expect(page.locator("#alpha input")).to_have_value("0.3")
+    page.click("#settings-save")
+    expect(page.locator("#settings-status")).to_contain_text("saved: top-k 2, reader bm25")
+    _screenshot(page, "settings")
+    page.get_by_role("tab", name="Ask").click()
+    page.locator("#question textarea").fill(paper.question)
+    page.click("#ask-btn")
+    expect(page.locator("#session input")).to_have_value("paper questions (2 questions)")
+    assert len(_table_rows(page, "citations")) == 2
 
     page.get_by_role("tab", name="Library").click()
     document_id = _table_rows(page, "documents")[0][0]
@@ -161,3 +212,52 @@ def test_a_broken_file_fails_alone(page: Page, tmp_path: Path) -> None:
     copy.write_bytes(good.read_bytes())
     log = _upload_and_ingest(page, [copy])
     assert "notes-copy.txt: duplicate - same content as notes.txt" in log, log
+
+
+def test_the_ask_api_keeps_its_two_parameters_and_three_results(server_url: str) -> None:
+    """README's gradio_client example (and scripts/load_test.py): sessions and citation state stay out of it."""
+    client = Client(server_url, verbose=False)
+    answer, citations, timing = client.predict(["no-such-collection"], "What is tidal power?", api_name="/ask")
+    assert "no collection named" in answer and timing == "", (answer, citations, timing)
+
+
+def _login(browser: Browser, url: str, user: str, password: str) -> Page:
+    page = new_context(browser).new_page()
+    page.goto(url)
+    page.get_by_label("username").fill(user)
+    page.get_by_label("password").fill(password)
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_selector("#ingest-btn")
+    page.get_by_role("tab", name="Ask").click()
+    return page
+
+
+def _session_names(page: Page) -> list[str]:
+    page.locator("#session input").click()
+    names = [name.split("\n")[-1].strip() for name in page.get_by_role("option").all_inner_texts()]  # after a ✓
+    page.keyboard.press("Escape")
+    return names
+
+
+def test_with_auth_each_user_sees_only_their_sessions(browser: Browser, auth_server_url: str) -> None:
+    anonymous = new_context(browser).new_page()
+    anonymous.goto(auth_server_url)
+    anonymous.get_by_label("username").fill("alice")
+    anonymous.get_by_label("password").fill("not her password")
+    anonymous.get_by_role("button", name="Login").click()
+    expect(anonymous.get_by_text("Incorrect Credentials")).to_be_visible()
+    expect(anonymous.locator("#ingest-btn")).to_have_count(0)
+
+    pages = {user: _login(browser, auth_server_url, user, password) for user, password in USERS.items()}
+    for user, page in pages.items():
+        page.locator("#session-name textarea").fill(f"{user}'s reading")
+        page.click("#session-new")
+        expect(page.locator("#session input")).to_have_value(f"{user}'s reading (0 questions)")
+    for user, page in pages.items():
+        page.reload()
+        page.get_by_role("tab", name="Ask").click()
+        names = _session_names(page)
+        assert names == ["no session (answers are not kept)", f"{user}'s reading (0 questions)"], (user, names)
+    for page in pages.values():
+        page.context.close()
+    anonymous.context.close()
