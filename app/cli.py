@@ -304,7 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("--collection", required=True, action="append", help="repeat to ask over several")
     ask.add_argument("--top-k", type=positive_int, default=5, help="citations to return")
-    ask.add_argument("--reader", default="bm25", help="answering method (bm25)")
+    ask.add_argument(
+        "--reader",
+        help="answering method: indexpool (the trained model; the default when its checkpoint is installed) or bm25",
+    )
     ask.add_argument("--session", type=positive_int, help="record the question in this chat session")
 
     session = command("session", cmd_session, "chat sessions: list, new, rename, delete, show, export", False)

@@ -25,7 +25,7 @@ from PIL import Image
 from ingest.document import IngestError, ParsedDocument
 from ingest.pipeline import parse_items_isolated
 from ingest.sources import InputItem, Limits, expand_inputs
-from model.reader import READERS, Answer
+from model.reader import READERS, Answer, ReaderUnavailable, available_readers
 from storage.db import StorageError
 from storage.library import CollectionInfo, Library
 from storage.models import AnswerRow, CitationRow, Document, MetricRecord, SummaryRow
@@ -389,17 +389,29 @@ class Services:
 
     # ----------------------------------------------------------------- questions
 
+    @staticmethod
+    def readers() -> list[str]:
+        """The readers that can run here ("indexpool" only when the model checkpoint is installed)."""
+        return available_readers()
+
+    @staticmethod
+    def default_reader() -> str:
+        """The trained model ("indexpool") when its checkpoint is installed, else the BM25 baseline."""
+        return "indexpool" if "indexpool" in available_readers() else "bm25"
+
     def ask(
         self,
         collections: list[str],
         question: str,
         top_k: int = 5,
-        reader: str = "bm25",
+        reader: str | None = None,
         session_id: int | None = None,
         user: str = "",
     ) -> Answer:
-        """Answer ``question`` over ``collections``; the answer (in ``session_id`` when given, a session of
-        ``user``) and a metric record are stored."""
+        """Answer ``question`` over ``collections`` with ``reader`` (by default ``default_reader()``; the answer's
+        ``reader`` says which ran); the answer (in ``session_id`` when given, a session of ``user``) and a metric
+        record are stored."""
+        reader = reader or self.default_reader()
         if not question.strip():
             raise UserError("the question is empty")
         if not collections:
@@ -413,7 +425,7 @@ class Services:
         started = time.perf_counter()
         try:
             answer = READERS[reader]().answer(self.library, collections, question, top_k)
-        except StorageError as error:
+        except (StorageError, ReaderUnavailable) as error:
             raise UserError(str(error)) from error
         answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
         self._record_answer(collections, question, answer, top_k, session_id)

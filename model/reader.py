@@ -2,13 +2,18 @@
 
 ``Reader`` is the interface every question-answering path goes through. ``BM25Reader`` is the baseline: BM25
 (SQLite FTS5 with Porter stemming) over the sentences of the chosen collections. The answer is made of the best
-sentences themselves, so every answer sentence is a quotation of a cited span.
+sentences themselves, so every answer sentence is a quotation of a cited span. ``IndexPoolReader`` (reader
+"indexpool", :mod:`model.indexpool_reader`) answers with the trained model; it is imported only when it reads, and
+can run only where its checkpoint is installed.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from storage.library import Library
@@ -86,4 +91,26 @@ class BM25Reader:
         )
 
 
-READERS: dict[str, type] = {"bm25": BM25Reader}
+class ReaderUnavailable(Exception):
+    """The reader cannot run here (e.g. its model is not installed); the message says why."""
+
+
+def indexpool_checkpoint() -> Path:
+    """The IndexPool checkpoint, found as the evaluation harness finds it (``$INDEXPOOL_CHECKPOINT``, else
+    ``model/assets/indexpool.pt``), but looked up at each call."""
+    default = Path(__file__).resolve().parent / "assets" / "indexpool.pt"
+    return Path(os.environ.get("INDEXPOOL_CHECKPOINT", default))
+
+
+def _indexpool_reader() -> Reader:
+    from model.indexpool_reader import IndexPoolReader  # imports torch: only when the model reads
+
+    return IndexPoolReader()
+
+
+READERS: dict[str, Callable[[], Reader]] = {"bm25": BM25Reader, "indexpool": _indexpool_reader}
+
+
+def available_readers() -> list[str]:
+    """The readers that can run here: "indexpool" only when its checkpoint is installed."""
+    return [name for name in READERS if name != "indexpool" or indexpool_checkpoint().is_file()]

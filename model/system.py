@@ -8,14 +8,16 @@ ever kept.
 
 Evidence score of a passage p for a question q (each term z-scored over the corpus' passages):
 
+    match      TokenMatchHead: weighted MaxSim of the question's tokens against p's tokens over the distilled token
+               embeddings, plus its document term (see model.hybrid.heads.TokenMatchHead)
     semantic   cos(E_q, E_p)               EvidenceHead over the question's and p's pooled states
     meeting    cos(E_q, mean of E_p' in p's document)   which document (meeting, paper) the question is about
     indexer    share of the question tokens' top-k indexer selections (all layers) that fall inside p:
                the model's own sparse attention choosing where to read, a learned lexical/semantic match
 
-``score = semantic + w_doc · meeting + w_idx · indexer``; training fits w_doc and w_idx on QMSum train meetings it
-held out of the retrieval stage (``model.train.calibrate``). ``evidence="semantic"`` (or the environment variable
-``INDEXPOOL_EVIDENCE=semantic``) drops the indexer term: the model-only span score, for ablations.
+``score = w_match · match + w_sem · semantic + w_doc · meeting + w_idx · indexer``; training fits the weights on
+QMSum train meetings it held out of every stage (``model.train.calibrate``). ``evidence="semantic"`` (or the
+environment variable ``INDEXPOOL_EVIDENCE=semantic``) drops the indexer term, for ablations.
 """
 
 from __future__ import annotations
@@ -35,7 +37,15 @@ from torch import nn
 from model.evaluation.metrics import Span
 from model.evaluation.passages import sentence_spans, split_passages
 from model.evaluation.systems import Document, Response
-from model.hybrid import EvidenceHead, HybridConfig, HybridModel, SalienceHead, SpanAccumulator, span_means
+from model.hybrid import (
+    EvidenceHead,
+    HybridConfig,
+    HybridModel,
+    SalienceHead,
+    SpanAccumulator,
+    TokenMatchHead,
+    span_means,
+)
 from model.tokenizer import Tokenizer, load_tokenizer
 
 FORMAT = "indexpool-checkpoint/1"
@@ -47,6 +57,8 @@ MAX_QUESTION_TOKENS = 128
 
 @dataclass
 class EvidenceWeights:
+    match: float = 1.0  # w_match: the token-match term
+    semantic: float = 1.0  # w_sem: the pooled-state cosine
     doc: float = 0.5  # w_doc: the document-level semantic prior
     indexer: float = 0.3  # w_idx: the indexer-selection evidence ("hybrid" mode only)
     redundancy: float = 0.8  # summaries: skip a sentence this similar (cosine) to one already chosen
@@ -113,6 +125,7 @@ class IndexPoolNet(nn.Module):
         self.salience = SalienceHead(cfg.d_model)
         self.position_prior = nn.Linear(POSITION_BUCKETS, 1)  # salience prior of the relative position
         self.teacher_proj = nn.Linear(cfg.d_model, TEACHER_DIM)  # span mean → teacher embedding (distillation)
+        self.match = TokenMatchHead(cfg.embed_dim or cfg.d_model)
 
     @property
     def cfg(self) -> HybridConfig:
@@ -150,6 +163,50 @@ def load_checkpoint(path: Path) -> tuple[IndexPoolNet, EvidenceWeights, dict]:
     net.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in payload["state"].items()})
     net.eval()
     return net, EvidenceWeights(**payload["evidence"]), payload["meta"]
+
+
+@dataclass
+class PassageTokens:
+    """The passages of a collection as flat distinct token ids, what TokenMatchHead.match reads, and the collection's
+    piece statistics."""
+
+    token_ids: torch.Tensor  # (N,) distinct ids of each passage, passages in order
+    owner: torch.Tensor  # (N,) passage of each entry
+    lengths: torch.Tensor  # (P,) tokens of each passage
+    idf: torch.Tensor  # (V,) log(1 + (P - df + 0.5) / (df + 0.5)), df = passages holding the piece
+
+    @classmethod
+    def build(cls, passages: Sequence[np.ndarray], vocab_size: int) -> PassageTokens:
+        distinct = [np.unique(ids) for ids in passages]
+        token_ids = np.concatenate(distinct + [np.zeros(0, np.int64)]).astype(np.int64)
+        owner = np.repeat(np.arange(len(passages)), [len(d) for d in distinct])
+        df = np.bincount(token_ids, minlength=vocab_size)
+        idf = np.log1p((len(passages) - df + 0.5) / (df + 0.5))
+        return cls(torch.as_tensor(token_ids), torch.as_tensor(owner, dtype=torch.int64),
+                   torch.as_tensor([len(ids) for ids in passages], dtype=torch.int64),
+                   torch.as_tensor(idf, dtype=torch.float32))
+
+    def select(self, rows: np.ndarray) -> PassageTokens:
+        """The passages ``rows`` (in that order), same statistics."""
+        owner = self.owner.numpy()
+        first, last = np.searchsorted(owner, rows, "left"), np.searchsorted(owner, rows, "right")
+        entries = torch.as_tensor(np.concatenate([np.arange(a, b) for a, b in zip(first, last, strict=True)]))
+        new_owner = torch.as_tensor(np.repeat(np.arange(len(rows)), last - first))
+        return PassageTokens(self.token_ids[entries], new_owner, self.lengths[torch.as_tensor(rows)], self.idf)
+
+
+def match_scores(net: IndexPoolNet, question: torch.Tensor, passages: PassageTokens,
+                 keys: torch.Tensor | None = None) -> torch.Tensor:
+    """TokenMatchHead MaxSim of question ids (Tq,) against ``passages`` → (P,); ``keys`` the head's vocabulary keys
+    when already computed."""
+    embeddings = net.model.embed.weight  # (V, e)
+    keys = net.match.keys(embeddings) if keys is None else keys
+    question = question[embeddings[question].norm(dim=-1) > 0]  # pieces without text carry no meaning
+    if question.numel() == 0:
+        return torch.zeros(passages.lengths.shape[0])
+    similarity = keys[question] @ keys.T  # (Tq, V)
+    weights = net.match.question_weights(question, embeddings, passages.idf, net.pool.log_prior)
+    return net.match.match(similarity, weights, passages.token_ids, passages.owner, passages.lengths)
 
 
 def char_to_token_spans(starts: np.ndarray, spans: Sequence[tuple[int, int]], offset: int) -> np.ndarray:
@@ -202,7 +259,7 @@ class IndexPoolQA(_Encoder):
         """Encode the corpus as one token stream (documents in order), accumulating passage and sentence means."""
         self.passages, self.sentences = [], []  # Passage; (char start, char end) of each sentence
         self.sentence_rows: list[list[int]] = []  # per passage: its rows of self.sentences
-        pieces, passage_tokens, sentence_tokens, doc_of = [], [], [], []
+        pieces, passage_tokens, sentence_tokens, doc_of, passage_ids = [], [], [], [], []
         offset = 0
         for d, document in enumerate(documents):
             ids, starts, _ = self.tokenizer.encode_offsets(document.text)
@@ -215,7 +272,9 @@ class IndexPoolQA(_Encoder):
                 s_spans.extend(rows)
             self.passages.extend(passages)
             doc_of.extend([d] * len(passages))
-            passage_tokens.append(char_to_token_spans(starts, [(p.start, p.end) for p in passages], offset))
+            p_tokens = char_to_token_spans(starts, [(p.start, p.end) for p in passages], 0)
+            passage_ids.extend(ids[a:b] for a, b in p_tokens)
+            passage_tokens.append(p_tokens + offset)
             sentence_tokens.append(char_to_token_spans(starts, s_spans, offset))
             pieces.append(ids)
             offset += len(ids)
@@ -229,6 +288,9 @@ class IndexPoolQA(_Encoder):
         self.passage_emb, self.sentence_emb = emb[:n_passages], emb[n_passages:]
         self.passage_tokens = all_spans[:n_passages]  # (P, 2)
         doc_of_t = torch.as_tensor(doc_of, dtype=torch.int64)
+        self.doc_of, self.n_documents = doc_of_t, len(documents)
+        self.passage_ids = PassageTokens.build(passage_ids, self.net.cfg.vocab_size)
+        self.vocab_keys = self.net.match.keys(self.net.model.embed.weight)  # (V, e)
         docs = torch.zeros(len(documents), emb.shape[1]).index_add_(0, doc_of_t, self.passage_emb)
         self.doc_emb = F.normalize(docs, dim=-1)[doc_of_t]  # (P, e) each passage's document embedding
 
@@ -253,7 +315,9 @@ class IndexPoolQA(_Encoder):
         """The z-scored terms of the evidence score of every passage: semantic, doc [, indexer].  → {name: (P,)}"""
         ids = self.question_ids(question)
         q = self.encode_question(ids)  # (e,)
-        terms = {"semantic": _zscore(self.passage_emb @ q), "doc": _zscore(self.doc_emb @ q)}
+        match = match_scores(self.net, ids, self.passage_ids, self.vocab_keys)
+        terms = {"match": _zscore(self.net.match.logits(match, self.doc_of, self.n_documents)),
+                 "semantic": _zscore(self.passage_emb @ q), "doc": _zscore(self.doc_emb @ q)}
         if indexer:
             terms["indexer"] = _zscore(self.indexer_evidence(ids))
         return terms
@@ -262,7 +326,8 @@ class IndexPoolQA(_Encoder):
         """Evidence score of every passage.  → (P,)"""
         hybrid = self.mode == "hybrid" and self.weights.indexer != 0
         t = self.components(question, hybrid)
-        score = t["semantic"] + self.weights.doc * t["doc"]
+        w = self.weights
+        score = w.match * t["match"] + w.semantic * t["semantic"] + w.doc * t["doc"]
         return score + self.weights.indexer * t["indexer"] if hybrid else score
 
     @torch.no_grad()

@@ -15,6 +15,9 @@ Stages (each resumable, batches a pure function of (seed, stage, step), so a res
    pooling's α, β, γ, σ, λ, the rest frozen;
 4. salience: the SalienceHead (+ a relative-position prior) on greedy ROUGE-oracle labels (sentences vs abstract)
    of training papers, over frozen span states from the streaming prefill;
+5. match: the TokenMatchHead (key map, question-token weights, length penalty, document term) by multi-positive
+   softmax over passages: QMSum TRAIN question ↔ the passages overlapping its evidence, against the rest of its
+   meeting and ``match_negatives`` passages of other meetings;
 
 then the evidence weights (w_doc, w_idx of ``model.system``) are fitted on QMSum train meetings held out of all
 training (``calibrate``).
@@ -52,8 +55,10 @@ from model.indexpool.pooling import write_queries
 from model.system import (
     EvidenceWeights,
     IndexPoolNet,
+    PassageTokens,
     char_to_token_spans,
     encode_spans,
+    match_scores,
     save_checkpoint,
     weighted_mean,
     weighted_spans,
@@ -61,7 +66,7 @@ from model.system import (
 from model.tokenizer import Tokenizer, load_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
-STAGES = ("distill", "retrieval", "indexer", "salience")
+STAGES = ("distill", "retrieval", "indexer", "salience", "match")
 
 
 @dataclass
@@ -96,6 +101,7 @@ class TrainConfig:
     ict_pairs: int = 1000
     abstract_pairs: int = 1000
     question_tokens: int = 64
+    retrieval_train_stack: bool = False  # False: only the EvidenceHead and pooling gate learn, the stack stays
     # stage 3: indexer warm-up
     indexer_steps: int = 100
     indexer_batch: int = 4
@@ -105,6 +111,10 @@ class TrainConfig:
     salience_steps: int = 200
     salience_papers: int = 120
     oracle_words: int = 200  # greedy oracle budget
+    # stage 5: token match
+    match_steps: int = 150
+    match_batch: int = 8
+    match_negatives: int = 192  # passages of other meetings added to each question's own meeting
     # evidence combination used by model.system
     evidence: dict = field(default_factory=dict)  # EvidenceWeights fields
     # bookkeeping
@@ -418,7 +428,8 @@ class RetrievalStage(Stage):
         print(f"retrieval: {len(pairs)} pairs", file=sys.stderr, flush=True)
 
     def parameters(self) -> list[nn.Parameter]:
-        return [*self.net.model.parameters(), *self.net.pool.parameters(), *self.net.evidence.parameters()]
+        stack = list(self.net.model.parameters()) if self.cfg.retrieval_train_stack else []
+        return [*stack, *self.net.pool.parameters(), *self.net.evidence.parameters()]
 
     def encode(self, rows: list[np.ndarray], max_len: int, question: bool) -> tuple[torch.Tensor, int]:
         ids, lengths = pad(rows, self.net.cfg.pad_id, max_len)
@@ -543,16 +554,60 @@ class SalienceStage(Stage):
         return F.binary_cross_entropy_with_logits(logits, labels, pos_weight=weight), labels.numel()
 
 
+class MatchStage(Stage):
+    name = "match"
+
+    def __init__(self, net: IndexPoolNet, cfg: TrainConfig, corpus: Corpus, tokenizer: Tokenizer) -> None:
+        self.net, self.cfg = net, cfg
+        passages = [p for m in corpus.meetings for p in split_passages(m["id"], m["text"])]
+        self.passages = PassageTokens.build(tokenizer.encode_batch([p.text for p in passages]), net.cfg.vocab_size)
+        meeting_of = np.array([p.doc for p in passages])
+        self.meeting_index = np.unique(meeting_of, return_inverse=True)[1]
+        self.questions: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, own meeting rows, positives)
+        for q in corpus.questions:
+            own = np.flatnonzero(meeting_of == q["id"].split("/")[0])
+            positive = np.array([i for i in own if any(_overlap(passages[i], e["start"], e["end"])
+                                                       for e in q["evidence"])], dtype=np.int64)
+            if len(positive):
+                self.questions.append((np.asarray(tokenizer.encode(q["question"])[: cfg.question_tokens]), own,
+                                       positive))
+        print(f"match: {len(self.questions)} questions over {len(passages)} passages", file=sys.stderr, flush=True)
+
+    def parameters(self) -> list[nn.Parameter]:
+        return list(self.net.match.parameters())
+
+    def loss(self, step: int) -> tuple[torch.Tensor, int]:
+        rng = step_rng(self.cfg.seed, 5, step)
+        keys = self.net.match.keys(self.net.model.embed.weight)  # (V, e)
+        n_passages = self.passages.lengths.shape[0]
+        total, tokens = torch.zeros(()), 0
+        rows = rng.choice(len(self.questions), min(self.cfg.match_batch, len(self.questions)), replace=False)
+        for row in rows:
+            ids, own, positive = self.questions[row]
+            others = rng.choice(n_passages, min(self.cfg.match_negatives, n_passages), replace=False)
+            candidates = np.union1d(own, others)
+            scores = match_scores(self.net, torch.as_tensor(ids, dtype=torch.int64),
+                                  self.passages.select(candidates), keys)
+            meetings = np.unique(self.meeting_index[candidates], return_inverse=True)[1]
+            logits = self.net.match.logits(scores, torch.as_tensor(meetings), int(meetings.max()) + 1)
+            is_positive = torch.as_tensor(np.isin(candidates, positive))
+            total = total + torch.logsumexp(logits, 0) - torch.logsumexp(logits[is_positive], 0)
+            tokens += len(ids) + int(self.passages.lengths[torch.as_tensor(candidates)].sum())
+        return total / len(rows), tokens
+
+
 # ------------------------------------------------------------------ evidence weights
 
 
-DOC_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
-INDEXER_GRID = (0.0, 0.1, 0.3, 1.0)
+SEMANTIC_GRID = (0.0, 0.25, 0.5, 1.0)
+DOC_GRID = (0.0, 0.25, 0.5, 1.0)
+INDEXER_GRID = (0.0, 0.1, 0.3)
 
 
 def calibrate(net: IndexPoolNet, corpus: Corpus, base: EvidenceWeights) -> tuple[EvidenceWeights, dict[str, float]]:
-    """Fit w_doc, w_idx by grid search on recall@5 over the held-out QMSum train meetings (never QMSum val).
-    Returns the weights and the held-out recall@5 of the model-only (semantic) and the chosen score."""
+    """Fit the evidence weights (w_match ∈ {0, 1}, w_sem, w_doc, w_idx) by grid search on recall@5 over the held-out
+    QMSum train meetings (never QMSum val). Returns the weights and the held-out recall@5 of each term alone and of
+    the chosen combination."""
     if not corpus.holdout_questions:
         return base, {}
     from model.evaluation.systems import Document
@@ -567,16 +622,20 @@ def calibrate(net: IndexPoolNet, corpus: Corpus, base: EvidenceWeights) -> tuple
                                   for p in qa.passages]))
     terms = [qa.components(q["question"], indexer=True) for q in corpus.holdout_questions]
 
-    def recall5(w_doc: float, w_idx: float) -> float:
-        hits = [bool(g[(t["semantic"] + w_doc * t["doc"] + w_idx * t["indexer"]).topk(5).indices].any())
-                for t, g in zip(terms, gold, strict=True)]
+    def recall5(w: tuple[float, float, float, float]) -> float:
+        hits = [bool(g[(w[0] * t["match"] + w[1] * t["semantic"] + w[2] * t["doc"] + w[3] * t["indexer"])
+                       .topk(min(5, g.numel())).indices].any()) for t, g in zip(terms, gold, strict=True)]
         return sum(hits) / len(hits)
 
-    grid = {(d, i): recall5(d, i) for d in DOC_GRID for i in INDEXER_GRID}
-    (w_doc, w_idx), best = max(grid.items(), key=lambda kv: kv[1])  # ties: the first (smaller weights)
-    report = {"holdout_questions": len(terms), "recall@5_semantic_only": recall5(0.0, 0.0),
-              "recall@5_semantic+doc": recall5(w_doc, 0.0), "recall@5_chosen": best}
-    return EvidenceWeights(doc=w_doc, indexer=w_idx, redundancy=base.redundancy), report
+    grid = {w: recall5(w) for w in ((m, s, d, i) for m in (1.0, 0.0) for s in SEMANTIC_GRID for d in DOC_GRID
+                                    for i in INDEXER_GRID) if any(w)}
+    chosen, best = max(grid.items(), key=lambda kv: kv[1])  # ties: the first (match on, smaller weights)
+    report = {"holdout_questions": len(terms), "recall@5_match_only": recall5((1.0, 0.0, 0.0, 0.0)),
+              "recall@5_semantic_only": recall5((0.0, 1.0, 0.0, 0.0)),
+              "recall@5_indexer_only": recall5((0.0, 0.0, 0.0, 1.0)), "recall@5_chosen": best}
+    weights = EvidenceWeights(match=chosen[0], semantic=chosen[1], doc=chosen[2], indexer=chosen[3],
+                              redundancy=base.redundancy)
+    return weights, report
 
 
 # ------------------------------------------------------------------ the loop
@@ -649,7 +708,7 @@ class Trainer:
         args = (self.net, self.cfg, self.corpus, self.tokenizer)
         if index == 0:
             return DistillStage(*args, self.teacher)
-        return (RetrievalStage, IndexerStage, SalienceStage)[index - 1](*args)
+        return (RetrievalStage, IndexerStage, SalienceStage, MatchStage)[index - 1](*args)
 
     def run(self) -> bool:
         """Train until done (True) or until ``max_steps`` steps were taken in this call (False)."""

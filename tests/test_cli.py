@@ -44,6 +44,8 @@ def test_ask_json_citations_quote_the_document_text(
         "What datasets were used for evaluation?",
         "--top-k",
         "8",
+        "--reader",
+        "bm25",
     )
     assert set(answer) >= {"answer", "citations", "timings_ms", "reader"}
     assert answer["reader"] == "bm25" and answer["citations"]

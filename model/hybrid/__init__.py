@@ -1,7 +1,16 @@
 """The IndexPool hybrid model: gated linear attention + IndexPool sparse attention, fused per head."""
 
 from .config import HybridConfig
-from .heads import AnswerHead, EvidenceHead, SalienceHead, SpanAccumulator, best_sentences, best_span, span_means
+from .heads import (
+    AnswerHead,
+    EvidenceHead,
+    SalienceHead,
+    SpanAccumulator,
+    TokenMatchHead,
+    best_sentences,
+    best_span,
+    span_means,
+)
 from .model import CollectionState, HybridModel, QueryOutput
 
 __all__ = [
@@ -13,6 +22,7 @@ __all__ = [
     "QueryOutput",
     "SalienceHead",
     "SpanAccumulator",
+    "TokenMatchHead",
     "best_sentences",
     "best_span",
     "span_means",

@@ -75,6 +75,60 @@ class EvidenceHead(nn.Module):
         return score * self.log_scale.exp()
 
 
+class TokenMatchHead(nn.Module):
+    """Soft token matching of a question against passages (late interaction, ColBERT's MaxSim) over the model's
+    distilled token embeddings. Keys depend only on the piece, so an indexed collection stores no key vectors: a
+    passage is its token ids.
+
+        match(q, p) = Σ_t w_t · max_{s ∈ p} cos(k(q_t), k(s)) / Σ_t w_t  −  b · log |p|
+        k(x)        = normalize(e_x + e_x A B)                  e_x the token embedding, A B a learned low-rank map
+        w_t         = idf_t ^ a · prior_t ^ c · exp(u · e_t)     idf over the collection's passages, prior the
+                                                                 piece's SIF weight from the training text
+
+    A passage's logit adds the document term ``doc_weight · log Σ_{p' in p's document} exp(scale · match(q, p'))``:
+    which document (meeting, paper) the question is about. Starts as idf-weighted MaxSim (A B = 0, a = 1).
+    """
+
+    def __init__(self, width: int, rank: int = 32) -> None:
+        super().__init__()
+        self.down = nn.Parameter(torch.zeros(width, rank))
+        self.up = nn.Parameter(torch.randn(rank, width) * 0.01)
+        self.idf_power = nn.Parameter(torch.tensor(1.0))
+        self.prior_power = nn.Parameter(torch.tensor(0.0))
+        self.direction = nn.Parameter(torch.zeros(width))
+        self.length_penalty = nn.Parameter(torch.tensor(0.0))
+        self.log_scale = nn.Parameter(torch.tensor(math.log(10.0)))
+        self.doc_weight = nn.Parameter(torch.tensor(0.5))
+
+    def keys(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """(V, e) token embeddings → unit keys (V, e)"""
+        return F.normalize(embeddings + (embeddings @ self.down) @ self.up, dim=-1)
+
+    def question_weights(self, ids: torch.Tensor, embeddings: torch.Tensor, idf: torch.Tensor,
+                         log_prior: torch.Tensor) -> torch.Tensor:
+        """ids (Tq,) → w (Tq,) > 0"""
+        log_w = self.idf_power * idf[ids].clamp_min(1e-3).log() + self.prior_power * log_prior[ids]
+        return (log_w + embeddings[ids] @ self.direction).clamp(-20, 20).exp()
+
+    def match(self, similarity: torch.Tensor, weights: torch.Tensor, token_ids: torch.Tensor, owner: torch.Tensor,
+              lengths: torch.Tensor) -> torch.Tensor:
+        """MaxSim scores of P passages given as flat tokens.  similarity (Tq, V) question tokens × vocabulary keys,
+        weights (Tq,), token_ids (N,) and owner (N,) the passage of each token, lengths (P,) → (P,)"""
+        n_passages = lengths.shape[0]
+        sims = similarity[:, token_ids]  # (Tq, N)
+        best = sims.new_full((sims.shape[0], n_passages), -1.0)
+        best = best.scatter_reduce(1, owner.expand_as(sims), sims, "amax", include_self=True)  # (Tq, P)
+        score = (weights[:, None] * best).sum(0) / weights.sum()
+        return score - self.length_penalty * lengths.float().clamp_min(1).log()
+
+    def logits(self, match: torch.Tensor, document: torch.Tensor, n_documents: int) -> torch.Tensor:
+        """Passage logits with the document term.  match (P,), document (P,) int64 → (P,)"""
+        scaled = match * self.log_scale.exp()
+        shifted = (scaled - scaled.max().detach()).exp()
+        per_doc = scaled.new_zeros(n_documents).index_add(0, document, shifted).clamp_min(1e-30).log()
+        return scaled + self.doc_weight * per_doc[document]
+
+
 class AnswerHead(nn.Module):
     """Start/end logits of an answer inside the best sentence(s), conditioned on the question."""
 
