@@ -161,7 +161,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "ratio": 4,
     "int8": False,
     "top_k": 5,  # used by Ask
-    "reader": "bm25",  # used by Ask
+    "reader": "",  # used by Ask; "" = Services.default_reader() (the model when its checkpoint is installed)
     "summarizer": "indexpool",  # the Summarize tab's default
 }
 
@@ -529,7 +529,8 @@ class Services:
             stored = self.settings_store.load(user)
         except StorageError as error:
             raise UserError(str(error)) from error
-        return DEFAULT_SETTINGS | {k: v for k, v in stored.items() if k in DEFAULT_SETTINGS}
+        settings = DEFAULT_SETTINGS | {k: v for k, v in stored.items() if k in DEFAULT_SETTINGS}
+        return settings | {"reader": settings["reader"] or self.default_reader()}
 
     @staticmethod
     def preset_weights(preset: str) -> tuple[float, float, float]:

@@ -32,7 +32,7 @@ from app.services import (
 )
 from app.summarize import DEFAULT_BUDGET_WORDS, ROUGE_NAMES
 from ingest.sources import Limits
-from model.reader import READERS
+from model.reader import available_readers
 from storage.db import StorageError
 
 DEFAULT_COLLECTION = "default"
@@ -792,7 +792,7 @@ def build_app(services: Services) -> gr.Blocks:
                 )
                 with gr.Row():
                     top_k = gr.Number(label="Top-k citations", precision=0, minimum=1, maximum=100, elem_id="top-k")
-                    reader = gr.Dropdown(list(READERS), label="Reader", elem_id="reader")
+                    reader = gr.Dropdown(available_readers(), label="Reader", elem_id="reader")
                     default_summarizer = gr.Dropdown(
                         SUMMARIZER_CHOICES, label="Summarizer", elem_id="settings-summarizer"
                     )
