@@ -235,12 +235,13 @@ class IndexPoolReader:
         if not qa.passages:
             return Answer(NO_ANSWER, [], self.name, timings | {"total": _ms(started)})
         encoding = time.perf_counter()
-        q = qa.encode_question(qa.question_ids(question))
+        ids = qa.question_ids(question)
+        q = qa.encode_question(ids)
         timings["encode_question"] = _ms(encoding)
         scoring = time.perf_counter()
         scores = qa.scores(question)
         best = scores.topk(min(top_k, len(qa.passages))).indices.tolist()
-        spans = [self._best_sentence(qa, p, q) for p in best]
+        spans = [qa.best_sentence(ids, q, p) for p in best]
         timings["score"] = _ms(scoring)
         pages = _pages(library, [(int(qa.passages[p].doc), start) for p, (start, _) in zip(best, spans, strict=True)])
         citations = []
@@ -255,14 +256,6 @@ class IndexPoolReader:
         chosen = [c for c in citations[:2] if c.score >= citations[0].score - self.answer_margin]
         text = " ".join(f"{c.text} [{i + 1}]" for i, c in enumerate(chosen))
         return Answer(text, citations, self.name, timings | {"total": _ms(started)})
-
-    @staticmethod
-    def _best_sentence(qa: IndexPoolQA, passage: int, question: torch.Tensor) -> tuple[int, int]:
-        """Character span of the sentence of ``passage`` closest to the question (the passage when it has none)."""
-        rows = qa.sentence_rows[passage]
-        if not rows:
-            return qa.passages[passage].start, qa.passages[passage].end
-        return qa.sentences[rows[int((qa.sentence_emb[rows] @ question).argmax())]]
 
 
 def _ms(since: float) -> float:

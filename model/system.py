@@ -331,19 +331,32 @@ class IndexPoolQA(_Encoder):
         return score + self.weights.indexer * t["indexer"] if hybrid else score
 
     @torch.no_grad()
+    def best_sentence(self, ids: torch.Tensor, question: torch.Tensor, passage: int) -> tuple[int, int]:
+        """Character span of the sentence of ``passage`` that best answers the question (ids (Tq,), unit embedding
+        question (e,)): the evidence score's match and semantic terms over the passage's sentences. The passage
+        itself when it has no sentence."""
+        rows = self.sentence_rows[passage]
+        p = self.passages[passage]
+        if not rows:
+            return p.start, p.end
+        texts = [p.text[s - p.start : e - p.start] for s, e in (self.sentences[i] for i in rows)]
+        sentences = PassageTokens.build(self.tokenizer.encode_batch(texts), self.net.cfg.vocab_size)
+        sentences.idf = self.passage_ids.idf  # the collection's statistics, not the passage's
+        match = match_scores(self.net, ids, sentences, self.vocab_keys)
+        semantic = self.sentence_emb[rows] @ question
+        score = self.weights.match * _zscore(match) + self.weights.semantic * _zscore(semantic)
+        return self.sentences[rows[int(score.argmax())]]
+
+    @torch.no_grad()
     def ask(self, question: str, k: int) -> Response:
         if not self.passages:
             return Response([], "")
         score = self.scores(question)
         order = score.topk(min(k, len(self.passages))).indices.tolist()
-        best = order[0]
-        answer = ""
-        rows = self.sentence_rows[best]
-        if rows:
-            i = rows[int((self.sentence_emb[rows] @ self.encode_question(self.question_ids(question))).argmax())]
-            s, e = self.sentences[i]
-            passage = self.passages[best]
-            answer = passage.text[s - passage.start : e - passage.start]
+        ids = self.question_ids(question)
+        s, e = self.best_sentence(ids, self.encode_question(ids), order[0])
+        passage = self.passages[order[0]]
+        answer = passage.text[s - passage.start : e - passage.start]
         cited = [Span(self.passages[i].doc, self.passages[i].start, self.passages[i].end) for i in order]
         return Response(cited, answer)
 
