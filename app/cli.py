@@ -210,6 +210,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     services = _services(args)
     report = build_sample(services, progress=print)
+    if services.default_reader() == "indexpool":
+        print("answering with the IndexPool model: the first question encodes the library once (minutes on a small "
+              "CPU); the index is saved, so later questions and `indexpool serve` reuse it")
     for question in SAMPLE_QUESTIONS:
         print(f"\n=== {question}")
         _print_answer(services.ask([report["collection"]], question, top_k=3).to_json())
