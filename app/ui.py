@@ -42,7 +42,7 @@ CITATION_COLUMNS = ["rank", "document", "page", "quoted sentence", "score"]
 SUMMARY_COLUMNS = ["#", "sentence", "document", "page"]
 BENCH_COLUMNS = ["method", "latency ms", "cache MiB", "recall@512", "recall@2048", "needle F1"]
 SUMMARIZER_CHOICES = [
-    ("IndexPool model (LEAD baseline until its checkpoint is installed)", "indexpool"),
+    ("IndexPool model (LEAD baseline when its checkpoint is missing)", "indexpool"),
     ("LEAD baseline", "lead"),
     ("LexRank baseline", "lexrank"),
 ]
