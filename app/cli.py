@@ -14,7 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from app.services import IngestEvent, Services, UserError
+from app.generators import SPEC_FORMS
+from app.services import GenerationFailed, IngestEvent, Services, UserError
 from ingest.sources import Limits
 from storage.db import StorageError
 from storage.library import HOME_ENV
@@ -26,8 +27,8 @@ SAMPLE_QUESTIONS = [
 ]
 
 
-def _services(args: argparse.Namespace) -> Services:
-    return Services(Path(args.home) if args.home else None)
+def _services(args: argparse.Namespace, generator: str = "") -> Services:
+    return Services(Path(args.home) if args.home else None, generator)
 
 
 def _print_json(value: Any) -> None:
@@ -142,6 +143,10 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def _print_answer(answer_json: dict[str, Any]) -> None:
+    if "generated" in answer_json:
+        print(f"{answer_json['generated']['generator']} (generated from the citations):")
+        print(answer_json["generated"]["text"])
+        print("\nExtractive answer (quoted from the documents):")
     print(answer_json["answer"])
     print()
     for i, c in enumerate(answer_json["citations"], start=1):
@@ -151,11 +156,14 @@ def _print_answer(answer_json: dict[str, Any]) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    answer = _services(args).ask(args.collection, args.question, args.top_k, args.reader, args.session)
-    if args.json:
-        _print_json(answer.to_json())
-    else:
-        _print_answer(answer.to_json())
+    try:
+        answer = _services(args).ask(
+            args.collection, args.question, args.top_k, args.reader, args.session, generator=args.generator
+        )
+    except GenerationFailed as failure:  # the extractive answer stands: print it, then report the failure
+        (_print_json if args.json else _print_answer)(failure.answer.to_json())
+        raise
+    (_print_json if args.json else _print_answer)(answer.to_json())
     return 0
 
 
@@ -228,7 +236,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if repeated:
         raise UserError(f"--auth names {', '.join(repeated)} more than once")
     serve(
-        _services(args),
+        _services(args, args.generator),
         host=args.host,
         port=args.port,
         build_sample_if_empty=not args.no_sample,
@@ -312,6 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="answering method: indexpool (the trained model; the default when its checkpoint is installed) or bm25",
     )
     ask.add_argument("--session", type=positive_int, help="record the question in this chat session")
+    ask.add_argument(
+        "--generator",
+        default="",
+        metavar="SPEC",
+        help=f"also write prose from the citations with a local model: {SPEC_FORMS}; off by default",
+    )
 
     session = command("session", cmd_session, "chat sessions: list, new, rename, delete, show, export", False)
     actions = session.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -339,6 +353,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=positive_int, default=7860)
     serve.add_argument("--no-sample", action="store_true", help="do not build the sample library on first start")
+    serve.add_argument(
+        "--generator",
+        default="",
+        metavar="SPEC",
+        help=f"offer a generator writing prose from the citations, on by default for every user: {SPEC_FORMS}",
+    )
     serve.add_argument(
         "--auth",
         type=auth_pairs,

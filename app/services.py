@@ -15,13 +15,14 @@ import shutil
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pypdfium2 as pdfium
 from PIL import Image
 
+from app.generators import GeneratorError, parse_generator
 from ingest.document import IngestError, ParsedDocument
 from ingest.pipeline import parse_items_isolated
 from ingest.sources import InputItem, Limits, expand_inputs
@@ -39,6 +40,36 @@ if TYPE_CHECKING:  # model.indexpool imports torch: imported where needed, so th
 
 class UserError(Exception):
     """A request that cannot be served as asked; the message is one line for the user."""
+
+
+@dataclass
+class Generated:
+    """Prose a generator wrote from an answer's citations (which it cites as [1]..[n])."""
+
+    text: str
+    generator: str  # the generator's name, e.g. "hf:/models/qwen"
+
+
+@dataclass
+class AskResult(Answer):
+    """The extractive answer, and the generated prose when a generator ran."""
+
+    generated: Generated | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented ``ask --json`` object; ``generated`` only when a generator ran."""
+        data = super().to_json()
+        if self.generated is not None:
+            data["generated"] = {"text": self.generated.text, "generator": self.generated.generator}
+        return data
+
+
+class GenerationFailed(UserError):
+    """The generator failed; ``answer`` is the extractive answer, which stands (and was recorded)."""
+
+    def __init__(self, message: str, answer: AskResult) -> None:
+        super().__init__(message)
+        self.answer = answer
 
 
 @dataclass
@@ -163,6 +194,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "top_k": 5,  # used by Ask
     "reader": "",  # used by Ask; "" = Services.default_reader() (the model when its checkpoint is installed)
     "summarizer": "indexpool",  # the Summarize tab's default
+    "generator": "",  # used by Ask: "off", or the generator the app offers; "" = the app's (serve --generator)
 }
 
 
@@ -171,11 +203,13 @@ MAX_BUDGET_WORDS = 2000
 
 
 class Services:
-    def __init__(self, home: Path | None = None) -> None:
+    def __init__(self, home: Path | None = None, generator: str = "") -> None:
+        """``generator`` is the generator spec the app offers its users (``serve --generator``), "" for none."""
         try:
             self.library = Library(home)
         except StorageError as error:
             raise UserError(str(error)) from error
+        self.generator = self.check_generator(generator)
         self.sessions = SessionStore(self.library)
         self.settings_store = SettingsStore(self.library.home)
 
@@ -399,6 +433,19 @@ class Services:
         """The trained model ("indexpool") when its checkpoint is installed, else the BM25 baseline."""
         return "indexpool" if "indexpool" in available_readers() else "bm25"
 
+    @staticmethod
+    def check_generator(spec: str) -> str:
+        """``spec`` stripped, after checking that it names a generator (or none: "" or "off")."""
+        try:
+            parse_generator(spec)
+        except ValueError as error:
+            raise UserError(str(error)) from error
+        return spec.strip()
+
+    def generator_choices(self) -> list[str]:
+        """The generators a user of the app may choose: "off", and the app's own when it has one."""
+        return ["off", self.generator] if self.generator not in ("", "off") else ["off"]
+
     def ask(
         self,
         collections: list[str],
@@ -407,10 +454,13 @@ class Services:
         reader: str | None = None,
         session_id: int | None = None,
         user: str = "",
-    ) -> Answer:
+        generator: str = "",
+    ) -> AskResult:
         """Answer ``question`` over ``collections`` with ``reader`` (by default ``default_reader()``; the answer's
         ``reader`` says which ran); the answer (in ``session_id`` when given, a session of ``user``) and a metric
-        record are stored."""
+        record are stored. With a ``generator`` spec (see ``app.generators``) and at least one citation, the
+        generator also writes prose from the citations (``generated``; its time is ``timings_ms["generate"]``); when
+        it fails, ``GenerationFailed`` carries the extractive answer, which is stored all the same."""
         reader = reader or self.default_reader()
         if not question.strip():
             raise UserError("the question is empty")
@@ -420,17 +470,34 @@ class Services:
             raise UserError(f"top-k must be between 1 and 100, got {top_k}")
         if reader not in READERS:
             raise UserError(f"unknown reader '{reader}' (readers: {', '.join(READERS)})")
+        try:
+            writer = parse_generator(generator)
+        except ValueError as error:
+            raise UserError(str(error)) from error
         if session_id is not None:
             self._sessions_call("check", session_id, user)
         started = time.perf_counter()
         try:
-            answer = READERS[reader]().answer(self.library, collections, question, top_k)
+            extractive = READERS[reader]().answer(self.library, collections, question, top_k)
         except (StorageError, ReaderUnavailable) as error:
             raise UserError(str(error)) from error
+        answer = AskResult(**{f.name: getattr(extractive, f.name) for f in fields(Answer)})
+        failure, ran = None, ""
+        if writer is not None and answer.citations:
+            ran = writer.name
+            generating = time.perf_counter()
+            try:
+                answer.generated = Generated(writer.generate(question, answer.citations), writer.name)
+            except GeneratorError as error:
+                failure = GenerationFailed(f"generator {writer.name} failed: {error}", answer)
+            answer.timings_ms.pop("total", None)  # "total" stays the last stage
+            answer.timings_ms["generate"] = round((time.perf_counter() - generating) * 1000, 2)
         answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
-        self._record_answer(collections, question, answer, top_k, session_id)
+        self._record_answer(collections, question, answer, top_k, session_id, ran)
         if session_id is not None:
             self.sessions.touch(session_id)
+        if failure is not None:
+            raise failure
         return answer
 
     # ----------------------------------------------------------------- summaries
@@ -530,7 +597,10 @@ class Services:
         except StorageError as error:
             raise UserError(str(error)) from error
         settings = DEFAULT_SETTINGS | {k: v for k, v in stored.items() if k in DEFAULT_SETTINGS}
-        return settings | {"reader": settings["reader"] or self.default_reader()}
+        generator = settings["generator"]  # a generator the app no longer offers falls back to its default
+        if generator not in self.generator_choices():
+            generator = self.generator_choices()[-1]
+        return settings | {"reader": settings["reader"] or self.default_reader(), "generator": generator}
 
     @staticmethod
     def preset_weights(preset: str) -> tuple[float, float, float]:
@@ -571,6 +641,11 @@ class Services:
             raise UserError(f"unknown reader '{merged['reader']}' (readers: {', '.join(READERS)})")
         if merged["summarizer"] not in SUMMARIZERS:
             raise UserError(f"unknown summarizer '{merged['summarizer']}' (summarizers: {', '.join(SUMMARIZERS)})")
+        if merged["generator"] not in self.generator_choices():  # users choose among what the app was started with
+            raise UserError(
+                f"unknown generator '{merged['generator']}' (this app offers: {', '.join(self.generator_choices())}; "
+                "start it with `indexpool serve --generator SPEC` to offer another)"
+            )
         try:
             IndexPoolConfig.preset(
                 merged["preset"],
@@ -582,8 +657,10 @@ class Services:
             )
         except ValueError as error:
             raise UserError(str(error)) from error
+        default_generator = self.generator_choices()[-1]  # stored as "": it follows the app's generator
+        stored = merged | {"generator": "" if merged["generator"] == default_generator else merged["generator"]}
         try:
-            self.settings_store.save(merged, user)
+            self.settings_store.save(stored, user)
         except (OSError, StorageError) as error:
             raise UserError(f"cannot save the settings: {error}") from error
         return merged
@@ -673,8 +750,16 @@ class Services:
         return self._sessions_call("export", session_id, fmt, user)
 
     def _record_answer(
-        self, collections: list[str], question: str, answer: Answer, top_k: int, session_id: int | None
+        self,
+        collections: list[str],
+        question: str,
+        answer: Answer,
+        top_k: int,
+        session_id: int | None,
+        generator: str = "",
     ) -> None:
+        """Store the answer with its citations and a metric record; ``generator`` names the generator that ran."""
+        ran = {"generator": generator} if generator else {}
         with self.library.session() as session, session.begin():
             row = AnswerRow(
                 session_id=session_id,
@@ -682,7 +767,7 @@ class Services:
                 collections=collections,
                 answer=answer.answer,
                 reader=answer.reader,
-                settings={"top_k": top_k},
+                settings={"top_k": top_k} | ran,
                 timings_ms=answer.timings_ms,
             )
             row.citations = [
@@ -706,6 +791,6 @@ class Services:
                     session_id=session_id,
                     collection=",".join(collections),
                     total_ms=answer.timings_ms["total"],
-                    data={"timings_ms": answer.timings_ms, "reader": answer.reader},
+                    data={"timings_ms": answer.timings_ms, "reader": answer.reader} | ran,
                 )
             )

@@ -25,6 +25,7 @@ from app.services import (
     BENCH_TOKENS,
     MAX_BUDGET_WORDS,
     Evidence,
+    GenerationFailed,
     IngestEvent,
     Services,
     Summary,
@@ -204,20 +205,30 @@ def delete_document(services: Services, collection: str, reference: str, asked: 
 
 
 Cited = list[dict[str, Any]]  # the answer's citations as the Ask tab keeps them: {"doc", "page", "start", "end"}
+EXTRACTIVE_LABEL = "**Extractive answer** (quoted from the documents):"
 
 
 def ask(
     services: Services, collections: list[str] | None, question: str, session_id: int, request: gr.Request
 ) -> tuple[str, pd.DataFrame, str, Cited]:
-    """Answer ``question`` over the chosen collections with the user's top-k and reader (kept in session
-    ``session_id`` unless it is ``NO_SESSION``): the answer, its citations, a timing line and the cited spans (for
-    showing their pages)."""
+    """Answer ``question`` over the chosen collections with the user's top-k, reader and generator (kept in session
+    ``session_id`` unless it is ``NO_SESSION``): the answer (the generated prose first when a generator ran, or its
+    error), its citations, a timing line and the cited spans (for showing their pages)."""
     user = _user(request)
+    failure = ""
     try:
         settings = services.settings(user)
         answer = services.ask(
-            collections or [], question, settings["top_k"], settings["reader"], session_id or None, user
+            collections or [],
+            question,
+            settings["top_k"],
+            settings["reader"],
+            session_id or None,
+            user,
+            settings["generator"],
         )
+    except GenerationFailed as error:  # the extractive answer stands, shown under the error
+        answer, failure = error.answer, _fail(error)
     except (UserError, StorageError) as error:
         return f"**{_escape_markdown(_fail(error))}**", pd.DataFrame(columns=CITATION_COLUMNS), "", []
     cited = [{"doc": c.doc, "page": c.page, "start": c.start, "end": c.end} for c in answer.citations]
@@ -229,7 +240,13 @@ def ask(
         columns=CITATION_COLUMNS,
     )
     timings = ", ".join(f"{stage} {ms:.1f} ms" for stage, ms in answer.timings_ms.items())
-    return _escape_markdown(answer.answer), citations, f"{answer.reader} reader: {timings}", cited
+    text = _escape_markdown(answer.answer)
+    if answer.generated is not None:
+        head = f"**{_escape_markdown(answer.generated.generator)}** (generated from the citations below):\n\n"
+        text = f"{head}{_escape_markdown(answer.generated.text)}\n\n{EXTRACTIVE_LABEL}\n\n{text}"
+    elif failure:
+        text = f"**{_escape_markdown(failure)}**\n\n{EXTRACTIVE_LABEL}\n\n{text}"
+    return text, citations, f"{answer.reader} reader: {timings}", cited
 
 
 def evidence_html(evidence: Evidence) -> str:
@@ -581,7 +598,8 @@ def run_bench(services: Services, tokens: float | None) -> tuple[pd.DataFrame, A
 # ----------------------------------------------------------------------------------------------- settings
 
 PRESETS = ["default", "technical", "news"]  # of model/indexpool/config.py
-SETTING_NAMES = ["preset", "alpha", "beta", "gamma", "ratio", "int8", "top_k", "reader", "summarizer"]
+GENERATOR_OFF_LABEL = "off (the extractive answer only)"
+SETTING_NAMES = ["preset", "alpha", "beta", "gamma", "ratio", "int8", "top_k", "reader", "summarizer", "generator"]
 
 
 def show_settings(services: Services, request: gr.Request) -> tuple[Any, ...]:
@@ -613,10 +631,11 @@ def save_settings(
     top_k: float,
     reader: str,
     summarizer: str,
+    generator: str,
     request: gr.Request,
 ) -> tuple[Any, ...]:
     """Validate and store the Settings tab's values for the user; a status line says what happened."""
-    values = [preset, alpha, beta, gamma, ratio, int8, top_k, reader, summarizer]
+    values = [preset, alpha, beta, gamma, ratio, int8, top_k, reader, summarizer, generator]
     settings = dict(zip(SETTING_NAMES, values, strict=True))
     if isinstance(top_k, float) and top_k.is_integer():  # a number box gives floats
         settings["top_k"] = int(top_k)
@@ -627,7 +646,7 @@ def save_settings(
     return *(saved[name] for name in SETTING_NAMES), (
         f"saved: top-k {saved['top_k']}, reader {saved['reader']}, summarizer {saved['summarizer']}, preset "
         f"{saved['preset']} (α {saved['alpha']}, β {saved['beta']}, γ {saved['gamma']}), ratio {saved['ratio']}:1"
-        f"{', INT8' if saved['int8'] else ''}"
+        f"{', INT8' if saved['int8'] else ''}, generator {saved['generator']}"
     )
 
 
@@ -787,14 +806,20 @@ def build_app(services: Services) -> gr.Blocks:
                 bench_chart = gr.Plot(label="Benchmark: latency and cache per method", elem_id="plot-bench")
             with gr.Tab("Settings", id="settings") as settings_tab:
                 gr.Markdown(
-                    "Top-k and the reader are used by Ask, the summarizer by Summarize and the pooling ratio by the "
-                    "dashboard's memory plot; the IndexPool weights and INT8 are kept for the model."
+                    "Top-k, the reader and the generator are used by Ask, the summarizer by Summarize and the pooling "
+                    "ratio by the dashboard's memory plot; the IndexPool weights and INT8 are kept for the model."
                 )
                 with gr.Row():
                     top_k = gr.Number(label="Top-k citations", precision=0, minimum=1, maximum=100, elem_id="top-k")
                     reader = gr.Dropdown(available_readers(), label="Reader", elem_id="reader")
                     default_summarizer = gr.Dropdown(
                         SUMMARIZER_CHOICES, label="Summarizer", elem_id="settings-summarizer"
+                    )
+                    generator = gr.Dropdown(
+                        [(GENERATOR_OFF_LABEL if g == "off" else g, g) for g in services.generator_choices()],
+                        label="Generator",
+                        info="prose written from the citations; `indexpool serve --generator SPEC` offers one",
+                        elem_id="generator",
                     )
                 with gr.Row():
                     preset = gr.Dropdown(["default", "technical", "news"], label="IndexPool preset", elem_id="preset")
@@ -860,7 +885,7 @@ def build_app(services: Services) -> gr.Blocks:
             concurrency_limit=1,
             **private,
         ).then(bind(dashboard, services), None, dashboard_views, **private)
-        setting_controls = [preset, alpha, beta, gamma, ratio, int8, top_k, reader, default_summarizer]
+        setting_controls = [preset, alpha, beta, gamma, ratio, int8, top_k, reader, default_summarizer, generator]
         settings_tab.select(bind(show_settings, services), None, [*setting_controls, settings_status], **private)
         preset.input(bind(preset_weights, services), preset, [alpha, beta, gamma], **private)
         save_button.click(

@@ -155,12 +155,22 @@ def save_checkpoint(net: IndexPoolNet, path: Path, evidence: EvidenceWeights, me
     return weights_id
 
 
-def load_checkpoint(path: Path) -> tuple[IndexPoolNet, EvidenceWeights, dict]:
+CACHE_VARIANTS: dict[str, dict] = {  # the same weights with another indexer cache, for side-by-side evaluation
+    "int8": {"int8_cache": True},  # IndexPool r = 4 with INT8 pooled keys
+    "uncompressed": {"pool_method": "uncompressed"},  # the r = 1 reference indexer
+}
+
+
+def load_checkpoint(path: Path, variant: str = "") -> tuple[IndexPoolNet, EvidenceWeights, dict]:
+    """The checkpoint's model; ``variant`` (a key of CACHE_VARIANTS) swaps its indexer cache. The uncompressed
+    variant has no pooling weights, so the checkpoint's are left out."""
     payload = torch.load(path, map_location="cpu", weights_only=True)
     if payload.get("format") != FORMAT:
         raise ValueError(f"{path}: not an IndexPool checkpoint ({payload.get('format')!r})")
-    net = IndexPoolNet(HybridConfig.from_dict(payload["config"]))
-    net.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in payload["state"].items()})
+    net = IndexPoolNet(HybridConfig.from_dict(payload["config"] | CACHE_VARIANTS.get(variant, {})))
+    expected = net.state_dict()
+    state = {k: v.float() if v.is_floating_point() else v for k, v in payload["state"].items() if k in expected}
+    net.load_state_dict(state)
     net.eval()
     return net, EvidenceWeights(**payload["evidence"]), payload["meta"]
 
@@ -392,9 +402,11 @@ class IndexPoolSummarizer(_Encoder):
         return "\n".join(" ".join(text[spans[i][0] : spans[i][1]].split()) for i in sorted(chosen))
 
 
-def qa_system(checkpoint: Path) -> IndexPoolQA:
-    net, weights, _ = load_checkpoint(checkpoint)
-    return IndexPoolQA(net, weights)
+def qa_system(checkpoint: Path, variant: str = "") -> IndexPoolQA:
+    net, weights, _ = load_checkpoint(checkpoint, variant)
+    qa = IndexPoolQA(net, weights)
+    qa.name = f"indexpool-{variant}" if variant else "indexpool"
+    return qa
 
 
 def summarizer(checkpoint: Path) -> IndexPoolSummarizer:

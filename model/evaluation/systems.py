@@ -25,6 +25,8 @@ INDEXPOOL_CHECKPOINT = Path(
     os.environ.get("INDEXPOOL_CHECKPOINT", Path(__file__).resolve().parents[1] / "assets" / "indexpool.pt")
 )
 QA_SYSTEMS = ("indexpool", "bm25", "dense")
+# also accepted by --systems: the model with another indexer cache (model.system.CACHE_VARIANTS)
+QA_VARIANTS = ("indexpool-int8", "indexpool-uncompressed")
 SUMMARIZERS = ("indexpool", "lead", "lexrank")
 
 
@@ -64,14 +66,14 @@ class SystemUnavailable(Exception):
     """The system cannot run here; the message says why."""
 
 
-def _indexpool(factory: str, checkpoint: Path) -> object:
+def _indexpool(factory: str, checkpoint: Path, *args: str) -> object:
     if not checkpoint.is_file():
         raise SystemUnavailable(f"no IndexPool checkpoint at {checkpoint} (the model has not been trained yet)")
     try:
         module = importlib.import_module("model.system")
     except ImportError as error:
         raise SystemUnavailable(f"the IndexPool inference module model.system cannot be imported: {error}") from error
-    return getattr(module, factory)(checkpoint)
+    return getattr(module, factory)(checkpoint, *args)
 
 
 def make_qa_system(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> QASystem:
@@ -80,11 +82,13 @@ def make_qa_system(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> QASyst
 
     if name == "indexpool":
         return _indexpool("qa_system", checkpoint)  # type: ignore[return-value]
+    if name in QA_VARIANTS:
+        return _indexpool("qa_system", checkpoint, name.removeprefix("indexpool-"))  # type: ignore[return-value]
     if name == "bm25":
         return baselines.BM25System()
     if name == "dense":
         return baselines.DenseSystem()
-    raise ValueError(f"unknown QA system {name!r} (choose from {', '.join(QA_SYSTEMS)})")
+    raise ValueError(f"unknown QA system {name!r} (choose from {', '.join(QA_SYSTEMS + QA_VARIANTS)})")
 
 
 def make_summarizer(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> Summarizer:

@@ -82,3 +82,15 @@ def test_eval_niah_table_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "fewer than 10,000,000" in capsys.readouterr().err
     assert main(["eval", "qa", "--corpus", str(tmp_path / "missing.jsonl"), "--questions", "q.jsonl"]) == 1
     assert "missing.jsonl" in capsys.readouterr().err
+
+
+def test_eval_qa_cache_variants(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped weights with the INT8 pooled cache and with the uncompressed indexer answer side by side."""
+    documents, questions = convert_qmsum(shared_data / "qmsum" / "val")
+    write_jsonl(tmp_path / "docs.jsonl", documents[:1])
+    write_jsonl(tmp_path / "q.jsonl", questions)
+    report = _json(capsys, ["eval", "qa", "--corpus", str(tmp_path / "docs.jsonl"), "--questions",
+                            str(tmp_path / "q.jsonl"), "--limit", "2", "--systems",
+                            "indexpool-int8,indexpool-uncompressed", "--json"])
+    for name in ("indexpool-int8", "indexpool-uncompressed"):
+        assert QA_KEYS <= set(report["systems"][name]), report["systems"][name]
