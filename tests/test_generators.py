@@ -157,6 +157,33 @@ def test_the_local_model_writes_the_same_prose_for_the_same_evidence(tiny_model:
     assert HFGenerator(tiny_model, MAX_NEW_TOKENS).generate(QUESTION, CITATIONS) == text  # greedy: deterministic
 
 
+def test_an_encoder_decoder_model_is_loaded_as_one(tiny_model: Path, tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model, local_files_only=True)
+    tokenizer.save_pretrained(tmp_path)
+    torch.manual_seed(1)
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=1,
+        num_heads=2,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+    )
+    model = T5ForConditionalGeneration(config)
+    with torch.no_grad():  # T5's own initialisation makes a 1-layer model emit only padding
+        for parameter in model.parameters():
+            parameter.normal_(0, 0.5)
+    model.save_pretrained(tmp_path)
+    text = HFGenerator(tmp_path, MAX_NEW_TOKENS).generate(QUESTION, CITATIONS)
+    assert text.strip() and "[PAD]" not in text
+
+
 def test_the_prompt_numbers_the_evidence_and_ends_with_the_question() -> None:
     prompt = build_prompt(QUESTION, CITATIONS)
     assert prompt.startswith(INSTRUCTION) and "cite the evidence you use as [n]" in prompt.lower()
