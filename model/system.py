@@ -258,19 +258,23 @@ class _Encoder:
 class IndexPoolQA(_Encoder):
     name = "indexpool"
 
-    def __init__(self, net: IndexPoolNet, weights: EvidenceWeights, evidence: str | None = None) -> None:
+    def __init__(self, net: IndexPoolNet, weights: EvidenceWeights, evidence: str | None = None,
+                 one_stream: bool = False) -> None:
         super().__init__(net, weights)
+        self.one_stream = one_stream  # encode the corpus as one stream (keeps the state the indexer term reads)
         self.mode = evidence or os.environ.get("INDEXPOOL_EVIDENCE", "hybrid")
         if self.mode not in ("hybrid", "semantic"):
             raise ValueError(f"evidence mode must be 'hybrid' or 'semantic', got {self.mode!r}")
 
     @torch.no_grad()
     def index(self, documents: Sequence[Document]) -> None:
-        """Encode the corpus as one token stream (documents in order), accumulating passage and sentence means."""
+        """Encode the corpus, accumulating passage and sentence means: each document as its own stream (the cost
+        of a prefill grows with the square of its length: the indexer scores every earlier cached entry), or with
+        ``one_stream`` all documents in order as one stream, whose state the indexer evidence term reads."""
         self.passages, self.sentences = [], []  # Passage; (char start, char end) of each sentence
         self.sentence_rows: list[list[int]] = []  # per passage: its rows of self.sentences
         pieces, passage_tokens, sentence_tokens, doc_of, passage_ids = [], [], [], [], []
-        offset = 0
+        offset, doc_means = 0, []  # doc_means: per document, its (passage means, sentence means) when encoded alone
         for d, document in enumerate(documents):
             ids, starts, _ = self.tokenizer.encode_offsets(document.text)
             passages = split_passages(document.id, document.text)
@@ -286,14 +290,24 @@ class IndexPoolQA(_Encoder):
             passage_ids.extend(ids[a:b] for a, b in p_tokens)
             passage_tokens.append(p_tokens + offset)
             sentence_tokens.append(char_to_token_spans(starts, s_spans, offset))
+            if not self.one_stream:
+                spans = np.concatenate([p_tokens, char_to_token_spans(starts, s_spans, 0), np.zeros((0, 2), np.int64)])
+                width = self.net.cfg.d_model
+                means = encode_spans(self.net, ids, spans) if len(ids) else torch.zeros(len(spans), width)
+                doc_means.append((means[: len(passages)], means[len(passages) :]))
             pieces.append(ids)
             offset += len(ids)
         n_passages = len(self.passages)
         all_spans = torch.as_tensor(np.concatenate(passage_tokens + sentence_tokens + [np.zeros((0, 2), np.int64)]))
-        stream = torch.as_tensor(np.concatenate(pieces + [np.zeros(0, np.int32)]), dtype=torch.int64)
-        acc = WeightedSpanAccumulator(self.net.pool, stream, all_spans, self.net.cfg.d_model)  # passages, sentences
-        self.state = self.net.model.prefill(stream, CHUNK_TOKENS, on_chunk=acc.add)
-        means = acc.means()  # (P + S, d)
+        self.state = None
+        if self.one_stream:
+            stream = torch.as_tensor(np.concatenate(pieces + [np.zeros(0, np.int32)]), dtype=torch.int64)
+            acc = WeightedSpanAccumulator(self.net.pool, stream, all_spans, self.net.cfg.d_model)  # passages, sentences
+            self.state = self.net.model.prefill(stream, CHUNK_TOKENS, on_chunk=acc.add)
+            means = acc.means()  # (P + S, d)
+        else:
+            empty = torch.zeros(0, self.net.cfg.d_model)
+            means = torch.cat([m for m, _ in doc_means] + [m for _, m in doc_means] + [empty])  # (P + S, d)
         emb = self.net.evidence.embed_spans(means)  # (P + S, e) unit
         self.passage_emb, self.sentence_emb = emb[:n_passages], emb[n_passages:]
         self.passage_tokens = all_spans[:n_passages]  # (P, 2)
@@ -329,7 +343,8 @@ class IndexPoolQA(_Encoder):
         terms = {"match": _zscore(self.net.match.logits(match, self.doc_of, self.n_documents)),
                  "semantic": _zscore(self.passage_emb @ q), "doc": _zscore(self.doc_emb @ q)}
         if indexer:
-            terms["indexer"] = _zscore(self.indexer_evidence(ids))
+            evidence = self.indexer_evidence(ids) if self.state is not None else torch.zeros(len(self.passages))
+            terms["indexer"] = _zscore(evidence)
         return terms
 
     def scores(self, question: str) -> torch.Tensor:
