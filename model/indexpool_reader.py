@@ -1,17 +1,18 @@
 """``IndexPoolReader``: questions over library collections answered by the trained IndexPool model.
 
-The ingested documents of the chosen collections are indexed with ``IndexPoolQA.index`` (one streaming prefill over
-all of them) once per selection. An index is keyed by a fingerprint of the selection (collection, document id and
+The ingested documents of the chosen collections are indexed with ``IndexPoolQA.index`` (a streaming prefill of
+each document) once per selection. An index is keyed by a fingerprint of the selection (collection, document id and
 content hash of every document, and the checkpoint's ``weights_id``) and persisted as
 ``<library home>/indexpool/<fingerprint>.npz``, with an in-memory LRU in front, so that a question never re-encodes
 the corpus once its selection has been indexed. The files live beside the database rather than in its ``arrays/``
 folder, where ``Library.repair`` deletes whatever no document references.
 
-A citation is the best sentence (pooled sentence embedding closest to the question's) of one of the best-scoring
-passages; its page is that of the library sentence holding its first character.
+A citation is the best sentence (``IndexPoolQA.best_sentence``) of one of the best-scoring passages; its page is
+that of the library sentence holding its first character.
 
-Scoring leaves out the indexer evidence term (``IndexPoolQA(..., evidence="semantic")``): that term reads the model's
-collection state, which is not persisted, so answers are the same whether an index was just built or restored.
+Scoring leaves out the indexer evidence term (``IndexPoolQA(..., evidence="semantic")``): that term reads a
+one-stream collection state, which per-document indexing does not keep, so answers are the same whether an index
+was just built or restored.
 """
 
 from __future__ import annotations
@@ -186,7 +187,6 @@ def index_for(library: Library, model: _Model, key: str, ids: Sequence[int]) -> 
             os.utime(path)  # recently used, for _prune
         except (OSError, KeyError, ValueError, zipfile.BadZipFile):  # absent, partial or stale: build it
             qa.index(documents)
-            del qa.state  # the collection state: unused without the indexer term, and large
             write_npz_atomic(path, **export_index(qa, documents))
             _prune(path.parent)
         _remember(key, qa)
