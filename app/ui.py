@@ -242,8 +242,7 @@ def ask(
     timings = ", ".join(f"{stage} {ms:.1f} ms" for stage, ms in answer.timings_ms.items())
     text = _escape_markdown(answer.answer)
     if answer.generated is not None:
-        head = f"**{_escape_markdown(answer.generated.generator)}** (generated from the citations below):\n\n"
-        text = f"{head}{_escape_markdown(answer.generated.text)}\n\n{EXTRACTIVE_LABEL}\n\n{text}"
+        text = _prose_first(answer.generated.generator, answer.generated.text, text)
     elif failure:
         text = f"**{_escape_markdown(failure)}**\n\n{EXTRACTIVE_LABEL}\n\n{text}"
     return text, citations, f"{answer.reader} reader: {timings}", cited
@@ -293,6 +292,12 @@ def _session_choices(services: Services, user: str) -> list[tuple[str, int]]:
     return choices
 
 
+def _prose_first(generator: str, prose: str, extractive_markdown: str) -> str:
+    """Generated prose, labelled with its generator, above the extractive answer it was written from."""
+    head = f"**{_escape_markdown(generator)}** (generated from the citations below):\n\n{_escape_markdown(prose)}"
+    return f"{head}\n\n{EXTRACTIVE_LABEL}\n\n{extractive_markdown}"
+
+
 def _history(services: Services, session_id: int, user: str) -> list[dict[str, str]]:
     """The session's questions and answers as chat messages, each answer followed by its citations."""
     if not session_id:
@@ -304,9 +309,10 @@ def _history(services: Services, session_id: int, user: str) -> list[dict[str, s
             for rank, c in enumerate(turn["citations"], start=1)
         ]
         messages.append({"role": "user", "content": _escape_markdown(turn["question"])})
-        messages.append(
-            {"role": "assistant", "content": "\n\n".join([_escape_markdown(turn["answer"]), "  \n".join(sources)])}
-        )
+        answer = _escape_markdown(turn["answer"])
+        if turn["generated"] is not None:
+            answer = _prose_first(turn["settings"].get("generator", "generator"), turn["generated"], answer)
+        messages.append({"role": "assistant", "content": "\n\n".join([answer, "  \n".join(sources)])})
     return messages
 
 

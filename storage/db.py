@@ -25,6 +25,12 @@ _FTS_DDL = [
 ]
 
 
+# Statements that take a library from schema version N to N + 1, applied in one transaction when it is opened.
+MIGRATIONS: dict[int, list[str]] = {
+    1: ["ALTER TABLE answers ADD COLUMN generated TEXT"],  # version 2: the generated prose of an answer
+}
+
+
 def _set_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 (DB-API connection)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -52,8 +58,20 @@ def open_database(path: Path) -> sessionmaker[Session]:
         if stored is None:
             session.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
         elif stored != str(SCHEMA_VERSION):
-            raise StorageError(
-                f"the library at {path.parent} has schema version {stored}; this indexpool expects "
-                f"{SCHEMA_VERSION} (use another --home or a matching indexpool version)"
-            )
+            _upgrade(session, path, stored)
     return factory
+
+
+def _upgrade(session: Session, path: Path, stored: str) -> None:
+    """Bring a library of an older schema version up to ``SCHEMA_VERSION`` inside the caller's transaction (SQLite
+    DDL is transactional: a failed upgrade leaves the library as it was)."""
+    version = int(stored) if stored.isdigit() else -1
+    if not 1 <= version < SCHEMA_VERSION:
+        raise StorageError(
+            f"the library at {path.parent} has schema version {stored}; this indexpool expects "
+            f"{SCHEMA_VERSION} (use another --home or a matching indexpool version)"
+        )
+    for step in range(version, SCHEMA_VERSION):
+        for statement in MIGRATIONS[step]:
+            session.execute(text(statement))
+    session.get(Meta, "schema_version").value = str(SCHEMA_VERSION)

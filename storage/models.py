@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column, relationship
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # storage/db.py: MIGRATIONS upgrades older libraries in place
 
 
 def utcnow() -> datetime:
@@ -121,6 +121,7 @@ class AnswerRow(Base):
     question: Mapped[str] = mapped_column(Text)
     collections: Mapped[list[Any]] = mapped_column(default=list)
     answer: Mapped[str] = mapped_column(Text)
+    generated: Mapped[str | None] = mapped_column(Text, default=None)  # prose a generator wrote from the citations
     reader: Mapped[str] = mapped_column(String(64))
     settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
     timings_ms: Mapped[dict[str, Any]] = mapped_column(default=dict)

@@ -106,7 +106,11 @@ class SessionStore:
             raise StorageError(f"unknown export format '{fmt}' (md or json)")
         lines = [f"# {info.name}", "", f"Session {info.id}, created {info.created_at}.", ""]
         for turn in history:
-            lines += [f"## {turn['question']}", "", turn["answer"], ""]
+            lines += [f"## {turn['question']}", ""]
+            if turn["generated"] is not None:
+                lines += [f"*{turn['settings'].get('generator', 'generator')}* (generated from the citations):", ""]
+                lines += [turn["generated"], "", "Extractive answer (quoted from the documents):", ""]
+            lines += [turn["answer"], ""]
             for rank, c in enumerate(turn["citations"], start=1):
                 where = c["title"] + (f", page {c['page']}" if c["page"] else "")
                 lines.append(f"{rank}. *{where}* (characters {c['start']}–{c['end']}): “{c['text']}”")
@@ -138,6 +142,7 @@ def _answer_json(row: AnswerRow) -> dict[str, Any]:
         "id": row.id,
         "question": row.question,
         "answer": row.answer,
+        "generated": row.generated,
         "reader": row.reader,
         "collections": row.collections,
         "settings": row.settings,

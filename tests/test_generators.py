@@ -288,6 +288,14 @@ def test_ask_keeps_the_extractive_answer_and_adds_the_prose(library: Services, t
     with pytest.raises(UserError, match="unknown generator 'gpt'"):
         library.ask(["energy"], QUESTION, reader="bm25", generator="gpt")
 
+    kept = library.create_session("with a generator")
+    library.ask(["energy"], QUESTION, top_k=3, reader="bm25", session_id=kept.id, generator=spec)
+    (turn,) = Services(library.library.home).session_history(kept.id)  # the prose survives a restart
+    assert (turn["generated"], turn["answer"]) == (answer.generated.text, plain.answer)
+    exported = library.export_session(kept.id, "md")
+    assert f"*{spec}* (generated from the citations):\n\n{answer.generated.text}" in exported
+    assert exported.index(answer.generated.text) < exported.index("Extractive answer")
+
     session = library.create_session("with a broken generator")
     broken = f"openai:http://127.0.0.1:{closed_port()}"
     with pytest.raises(GenerationFailed, match=rf"^generator {broken} failed: connection refused") as failure:
@@ -295,6 +303,7 @@ def test_ask_keeps_the_extractive_answer_and_adds_the_prose(library: Services, t
     assert failure.value.answer.answer == plain.answer and failure.value.answer.generated is None
     (turn,) = library.session_history(session.id)  # the extractive answer was kept
     assert turn["answer"] == plain.answer and turn["settings"] == {"top_k": 3, "generator": broken}
+    assert turn["generated"] is None
 
 
 def test_cli_ask_json_includes_the_generated_prose(
@@ -337,6 +346,10 @@ def test_the_app_offers_its_generator_and_the_ask_tab_shows_the_prose(library: S
     assert generated is not None and text.startswith(f"**{ui._escape_markdown(spec)}** (generated from the citations")
     assert ui._escape_markdown(generated.text) in text and ui.EXTRACTIVE_LABEL in text
     assert "generate" in timing and not citations.empty
+    session = app.create_session("history", "erin")
+    ui.ask(app, ["energy"], QUESTION, session.id, request)  # type: ignore[arg-type]
+    _, reply = ui._history(app, session.id, "erin")  # the session's history shows the prose above the quotes
+    assert reply["content"].startswith(text.split(ui.EXTRACTIVE_LABEL)[0]) and ui.EXTRACTIVE_LABEL in reply["content"]
     with pytest.raises(UserError, match=r"unknown generator 'openai:http://127.0.0.1:1' \(this app offers: off, hf:"):
         app.save_settings({"generator": "openai:http://127.0.0.1:1"}, "erin")
     assert app.save_settings({"generator": "off"}, "erin")["generator"] == "off"

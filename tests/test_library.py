@@ -1,4 +1,4 @@
-"""The library store: atomic writes, no-op re-ingest, replacement, removal, BM25 search, schema version."""
+"""The library store: atomic writes, no-op re-ingest, replacement, removal, BM25 search, schema version, upgrade."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy import func, select, text
 from ingest.document import Page, ParsedDocument, Section, Sentence
 from storage.db import StorageError
 from storage.library import Library
-from storage.models import Document, Meta, PageRow, SentenceRow
+from storage.models import AnswerRow, Document, Meta, PageRow, SentenceRow
 
 
 def make_document(source: str, sentences: list[str], page_of: list[int] | None = None) -> ParsedDocument:
@@ -54,15 +54,11 @@ def count(library: Library, model: type) -> int:
 
 def fts_rows(library: Library) -> int:
     with library.session() as session:
-        return session.scalar(
-            text("SELECT count(*) FROM sentences_fts WHERE sentences_fts MATCH 'zebra OR lion'")
-        )
+        return session.scalar(text("SELECT count(*) FROM sentences_fts WHERE sentences_fts MATCH 'zebra OR lion'"))
 
 
 def test_store_then_search_cites_exact_spans(library: Library) -> None:
-    doc = make_document(
-        "/a.txt", ["The zebra runs fast.", "A lion sleeps all day.", "Nothing here."], [1, 1, 2]
-    )
+    doc = make_document("/a.txt", ["The zebra runs fast.", "A lion sleeps all day.", "Nothing here."], [1, 1, 2])
     result = library.store("zoo", doc)
     assert result.status == "ingested"
     hits = library.search_sentences(["zoo"], "Where does the lion sleep?", limit=3)
@@ -114,9 +110,7 @@ def test_remove_collection(library: Library) -> None:
         library.search_sentences(["zoo"], "lion", 1)
 
 
-def test_failed_insert_leaves_old_version_and_no_files(
-    library: Library, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_insert_leaves_old_version_and_no_files(library: Library, monkeypatch: pytest.MonkeyPatch) -> None:
     library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
     before = sorted(p.name for p in library.arrays_dir.iterdir())
 
@@ -158,6 +152,24 @@ def test_schema_version_is_checked(tmp_path: Path) -> None:
         session.get(Meta, "schema_version").value = "999"
     with pytest.raises(StorageError, match="schema version 999"):
         Library(tmp_path)
+
+
+def test_a_version_1_library_is_upgraded_in_place(tmp_path: Path) -> None:
+    library = Library(tmp_path)  # make it look like a library written by schema version 1: no answers.generated
+    with library.session() as session, session.begin():
+        session.execute(text("ALTER TABLE answers DROP COLUMN generated"))
+        session.execute(
+            text(
+                "INSERT INTO answers (question, collections, answer, reader, settings, timings_ms, created_at) "
+                "VALUES ('Why?', '[]', 'Because.', 'bm25', '{}', '{}', '2026-01-01 00:00:00')"
+            )
+        )
+        session.get(Meta, "schema_version").value = "1"
+    upgraded = Library(tmp_path)
+    with upgraded.session() as session:
+        assert session.get(Meta, "schema_version").value == "2"
+        row = session.scalars(select(AnswerRow)).one()
+        assert (row.answer, row.generated) == ("Because.", None)  # what was stored survives the upgrade
 
 
 def test_database_is_in_wal_mode(library: Library) -> None:
