@@ -4,8 +4,11 @@ Each input is parsed in the isolated ingestion workers (time and memory caps, on
 summarized extractively: whole sentences of the document in reading order, each cited by its character span in
 the extracted text (``text[start:end]``) and its page, skipping a sentence too similar to one already chosen, within
 a word budget. Summaries are made from the body: headings, keywords and references are left out, and so are the
-abstract and the title block before it, against which ROUGE is then reported; a reference file
-``DIR/<stem>.txt`` or ``DIR/<stem>.abstract.txt`` from ``--references DIR`` takes precedence over the abstract.
+abstract and the title block before it, against which ROUGE is then reported; a reference file named
+``<stem>.txt`` or ``<stem>.abstract.txt`` anywhere under ``--references DIR`` takes precedence over the abstract.
+A ``<stem>.abstract.txt`` reference is the document's own abstract: the document's copy of it (found by content,
+as for the evaluation data, since many papers carry their abstract untagged at the start of the first section)
+is cut from the input too, so the summary cannot copy its reference.
 
 Results go to a JSONL file, one line per input, flushed and fsynced as each is done. A rerun with the same
 ``--out`` skips the sources already there (a last line cut short by a kill is dropped first), so an interrupted
@@ -39,6 +42,7 @@ from ingest.segment import section_name
 from ingest.sources import InputItem, Limits, expand_inputs
 from model.evaluation import systems
 from model.evaluation.baselines import tokenize
+from model.evaluation.datasets import strip_abstract
 from model.evaluation.metrics import ROUGE_TYPES, rouge
 from model.evaluation.passages import sentence_spans
 from storage.arrays import atomic_write
@@ -50,7 +54,8 @@ REDUNDANCY = 0.6  # skip a sentence whose stemmed content words overlap a chosen
 MAX_ROUNDS = 4  # how often the summarizer is asked for more words to make up for skipped sentences
 ROUGE_NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 _FRONT_MATTER = {"keywords", "key words", "index terms", "ccs concepts", "additional key words and phrases"}
-_PIECE_BREAK = "\n\n"
+_PIECE_BREAK = "\n\n"  # between sections
+_LINE_BREAK = "\n"  # between the parts of a section around a cut sentence
 _WORD = re.compile(r"\S+")
 _STOP_STEMS = frozenset(tokenize(" ".join(ENGLISH_STOP_WORDS)))
 
@@ -65,6 +70,7 @@ Progress = Callable[[int, int, Record], None]
 class Reference:
     text: str  # one sentence per line, as ROUGE-Lsum expects
     kind: str  # "abstract" or "file"
+    is_abstract: bool = False  # the document's own abstract (a ``<stem>.abstract.txt`` file): cut from the input
 
 
 @dataclass(frozen=True)
@@ -79,8 +85,9 @@ class Cited:
 
 @dataclass(frozen=True)
 class Body:
-    """The text to summarize: pieces of the document text joined by blank lines, and where each piece starts in
-    both texts, so that a span of the body (never across a line break) maps back to the document."""
+    """The text to summarize: pieces of the document text joined by line breaks (a blank line between sections),
+    and where each piece starts in both texts, so that a span of the body (never across a line break) maps back to
+    the document."""
 
     text: str
     starts: list[int]  # of each piece in ``text``
@@ -92,10 +99,16 @@ class Body:
         return Cited(cited.start + shift, cited.end + shift, cited.words)
 
 
-def body_of(document: ParsedDocument) -> tuple[Body, int | None]:
-    """The document's sections without their headings, leaving out the abstract and what precedes it, keywords
-    and references; and the index of the abstract section (None when there is none)."""
+def body_of(document: ParsedDocument, cut: frozenset[int] = frozenset()) -> tuple[Body, int | None]:
+    """The document's sections without their headings, leaving out the abstract and what precedes it, keywords,
+    references and the sentences whose indices are in ``cut``; and the index of the abstract section (None when
+    there is none)."""
     abstract = next((i for i, s in enumerate(document.sections) if s.kind == "abstract"), None)
+    cut_spans: dict[int, list[tuple[int, int]]] = {}
+    for i in sorted(cut):
+        sentence = document.sentences[i]
+        if sentence.section is not None:
+            cut_spans.setdefault(sentence.section, []).append((sentence.start, sentence.end))
     text, pieces, starts, origins, offset = document.text, [], [], [], 0
     for index, section in enumerate(document.sections):
         if section.kind != "body" or section_name(section.title) in _FRONT_MATTER:
@@ -105,15 +118,34 @@ def body_of(document: ParsedDocument) -> tuple[Body, int | None]:
         start = section.start
         if section.title and text.startswith(section.title, start):
             start += len(section.title)
-        piece = text[start : section.end]
-        stripped = piece.strip()
-        if stripped:
-            start += len(piece) - len(piece.lstrip())
-            pieces.append(stripped)
-            starts.append(offset)
-            origins.append(start)
-            offset += len(stripped) + len(_PIECE_BREAK)
-    return Body(_PIECE_BREAK.join(pieces), starts, origins), abstract
+        bounds = [start]  # the section's text around its cut sentences: [bounds[0], bounds[1]), [bounds[2], ...
+        for cut_start, cut_end in cut_spans.get(index, []):
+            bounds += [cut_start, cut_end]
+        bounds.append(section.end)
+        separator = _PIECE_BREAK
+        for piece_start, piece_end in zip(bounds[::2], bounds[1::2], strict=True):
+            piece = text[piece_start:piece_end]
+            stripped = piece.strip()
+            if stripped:
+                if pieces:
+                    pieces.append(separator)
+                    offset += len(separator)
+                pieces.append(stripped)
+                starts.append(offset)
+                origins.append(piece_start + len(piece) - len(piece.lstrip()))
+                offset += len(stripped)
+                separator = _LINE_BREAK
+    return Body("".join(pieces), starts, origins), abstract
+
+
+def abstract_copy(document: ParsedDocument, abstract: str) -> frozenset[int]:
+    """Indices of the document's sentences that form its copy of ``abstract`` (found by content, as the evaluation
+    data is made: ``model.evaluation.datasets.strip_abstract``); sentences outside any section (a title) are not
+    considered."""
+    candidates = [i for i, s in enumerate(document.sentences) if s.section is not None]
+    spans = [document.sentences[i] for i in candidates]
+    run, _ = strip_abstract([" ".join(document.text[s.start : s.end].split()) for s in spans], abstract)
+    return frozenset(candidates[j] for j in run)
 
 
 def abstract_reference(document: ParsedDocument, abstract: int) -> Reference | None:
@@ -121,14 +153,26 @@ def abstract_reference(document: ParsedDocument, abstract: int) -> Reference | N
     return Reference("\n".join(lines), "abstract") if lines else None
 
 
-def file_reference(folder: Path, stem: str) -> Reference | None:
-    """``folder/<stem>.txt`` or ``folder/<stem>.abstract.txt``, whichever exists first; None when neither does."""
-    for path in (folder / f"{stem}.txt", folder / f"{stem}.abstract.txt"):
-        if path.is_file():
-            lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
-            text = "\n".join(line for line in lines if line)
-            return Reference(text, "file") if text else None
-    return None
+class ReferenceFiles:
+    """Reference summaries found by name anywhere under a folder: ``<stem>.txt``, else ``<stem>.abstract.txt``
+    (the document's own abstract, whose copy in the document is then cut from the summarizer's input)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.paths: dict[str, list[Path]] = {}
+        for path in sorted(folder.rglob("*.txt")):
+            self.paths.setdefault(path.name, []).append(path)
+
+    def find(self, stem: str) -> Reference | None:
+        """The reference of the input called ``stem``; None when there is none; ValueError when it is ambiguous."""
+        for name, is_abstract in ((f"{stem}.txt", False), (f"{stem}.abstract.txt", True)):
+            found = self.paths.get(name, [])
+            if len(found) > 1:
+                raise ValueError(f"{len(found)} reference files are named {name}: {found[0]}, {found[1]}")
+            if found:
+                lines = [line.strip() for line in found[0].read_text(encoding="utf-8", errors="replace").splitlines()]
+                text = "\n".join(line for line in lines if line)
+                return Reference(text, "file", is_abstract) if text else None
+        return None
 
 
 def source_stem(source: str) -> str:
@@ -244,7 +288,8 @@ def summarize_document(
     ratio: float | None = None,
 ) -> DocumentSummary:
     """Summarize the body of ``document``; ``reference`` takes precedence over its abstract for ROUGE."""
-    body, abstract = body_of(document)
+    cut = abstract_copy(document, reference.text) if reference is not None and reference.is_abstract else frozenset()
+    body, abstract = body_of(document, cut)
     if not body.text:
         raise ValueError("no text to summarize outside the abstract and references")
     if reference is None and abstract is not None:
@@ -362,6 +407,7 @@ class Batch:
 
     def __init__(self, settings: BatchSettings, library: Library, out: Path) -> None:
         self.settings, self.library, self.out = settings, library, out
+        self.references = ReferenceFiles(settings.references) if settings.references else None
         self.name = settings.summarizer.name
 
     def run(self, paths: list[Path], done: set[str], progress: Progress | None = None) -> Iterator[Record]:
@@ -431,7 +477,7 @@ class Batch:
 
     def _summarize(self, document: ParsedDocument) -> DocumentSummary:
         s = self.settings
-        reference = file_reference(s.references, source_stem(document.source)) if s.references else None
+        reference = self.references.find(source_stem(document.source)) if self.references else None
         return summarize_document(document, s.summarizer, reference, s.budget_words, s.ratio)
 
     def _store(self, record: Record, document: ParsedDocument, parse_s: float, summarize_s: float) -> None:

@@ -37,7 +37,7 @@ from model.reader import available_readers
 from storage.db import StorageError
 
 DEFAULT_COLLECTION = "default"
-UPLOAD_TYPES = [".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".zip"]
+UPLOAD_TYPES = [".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".xml", ".zip"]
 DOCUMENT_COLUMNS = ["id", "title", "status", "pages", "tokens", "needs OCR", "error"]
 CITATION_COLUMNS = ["rank", "document", "page", "quoted sentence", "score"]
 SUMMARY_COLUMNS = ["#", "sentence", "document", "page"]

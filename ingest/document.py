@@ -55,7 +55,7 @@ class Sentence:
 class ParsedDocument:
     source: str  # file path, "archive.zip!member/path" or "file.jsonl#id"
     title: str
-    kind: str  # "pdf", "txt", "md", "html", "jsonl", "pydoc"
+    kind: str  # "pdf", "txt", "md", "html", "jsonl", "xml", "pydoc"
     content_hash: str  # sha256 hex of the raw bytes (of the line for JSONL records)
     text: str
     pages: list[Page] = field(default_factory=list)

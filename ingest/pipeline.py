@@ -21,8 +21,9 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from ingest.clean import clean_pdf_pages, normalize_text
-from ingest.document import IngestError, Page, ParsedDocument
+from ingest.document import IngestError, Page, ParsedDocument, Section, Sentence
 from ingest.htmltext import html_blocks
+from ingest.paperxml import read_paper_xml
 from ingest.pdf import page_ranges, read_pdf
 from ingest.segment import section_name, segment
 from ingest.sources import InputItem, Limits, size_text
@@ -32,8 +33,10 @@ from model.tokenizer import load_tokenizer
 OUT_OF_MEMORY = "ran out of memory"
 _TITLE_CHARS = 200
 _PARAGRAPH_BREAK = "\n\n"
-_NOT_A_TITLE = re.compile(r"(?i)^(?:proceedings|arxiv|published|accepted|preprint|copyright|journal|vol\.)"
-                          r"|\u00a9|\bconference\b|https?://|@")
+_NOT_A_TITLE = re.compile(
+    r"(?i)^(?:proceedings|arxiv|published|accepted|preprint|copyright|journal|vol\.)"
+    r"|\u00a9|\bconference\b|https?://|@"
+)
 
 
 # ----------------------------------------------------------------------------------------------- one item
@@ -54,6 +57,8 @@ def parse_item(item: InputItem, password: str | None = None) -> list[ParsedDocum
             return [_parse_html(item.source, data, content_hash)]
         if item.kind in ("txt", "md"):
             return [_parse_plain(item.source, item.kind, data, content_hash)]
+        if item.kind == "xml":
+            return [_parse_paper_xml(item.source, data, content_hash)]
         return [IngestError(item.source, f"unsupported kind '{item.kind}'")]
     except IngestError as error:
         return [error]
@@ -68,8 +73,9 @@ def parse_item(item: InputItem, password: str | None = None) -> list[ParsedDocum
 def parse_text(source: str, title: str, kind: str, text: str, content_hash: str) -> ParsedDocument:
     """A document from text already in memory (pydoc pages, JSONL records); the text is normalized first."""
     text = normalize_text(text)
-    return _document(source, title or _first_line(text) or _stem(source), kind, text, content_hash,
-                     markdown=kind == "md")
+    return _document(
+        source, title or _first_line(text) or _stem(source), kind, text, content_hash, markdown=kind == "md"
+    )
 
 
 def _parse_plain(source: str, kind: str, data: bytes, content_hash: str) -> ParsedDocument:
@@ -100,7 +106,7 @@ def _parse_html(source: str, data: bytes, content_hash: str) -> ParsedDocument:
     text = _PARAGRAPH_BREAK.join(parts)
     if not text:
         raise IngestError(source, "no text in the HTML page")
-    first_heading = text[headings[0][0]:headings[0][1]] if headings else None
+    first_heading = text[headings[0][0] : headings[0][1]] if headings else None
     title = normalize_text(title) or first_heading or _first_line(text) or _stem(source)
     return _document(source, title, "html", text, content_hash, heading_spans=headings, warnings=warnings)
 
@@ -129,6 +135,48 @@ def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None
     return _document(source, title, "pdf", text, content_hash, pages=pages, warnings=warnings)
 
 
+def _parse_paper_xml(source: str, data: bytes, content_hash: str) -> ParsedDocument:
+    """A sentence-XML paper (``ingest.paperxml``): the title, then each block as its heading line (when it has one)
+    and one sentence per line, blocks separated by a blank line; the file's sentences are kept as they are."""
+    title, blocks = read_paper_xml(data, source)
+    parts: list[str] = []
+    sentences: list[Sentence] = []
+    sections: list[Section] = []
+    offset = 0
+
+    def append(piece: str, separator: str) -> int:
+        """Add ``piece`` (after ``separator`` unless it is the first); its start offset."""
+        nonlocal offset
+        if parts:
+            parts.append(separator)
+            offset += len(separator)
+        parts.append(piece)
+        offset += len(piece)
+        return offset - len(piece)
+
+    if title:
+        sentences.append(Sentence(append(title, ""), offset, None, None, 0))
+    for paragraph, block in enumerate(blocks, start=1):
+        separator, start = _PARAGRAPH_BREAK, None
+        if block.title:
+            start, separator = append(block.title, _PARAGRAPH_BREAK), "\n"
+        for sentence in block.sentences:
+            begin = append(sentence, separator)
+            start, separator = begin if start is None else start, "\n"
+            sentences.append(Sentence(begin, offset, None, len(sections), paragraph))
+        sections.append(Section(block.title, block.kind, start, offset))
+    document = ParsedDocument(
+        source,
+        _clip(title or _stem(source)),
+        "xml",
+        content_hash,
+        "".join(parts),
+        sections=sections,
+        sentences=sentences,
+    )
+    return _with_tokens(document)
+
+
 def _parse_jsonl(source: str, data: bytes) -> list[ParsedDocument | IngestError]:
     raw, warnings = decode_text(data, source)
     results: list[ParsedDocument | IngestError] = []
@@ -147,9 +195,9 @@ def _parse_jsonl(source: str, data: bytes) -> list[ParsedDocument | IngestError]
             continue
         doc_id, text, title = record.get("id"), record.get("text"), record.get("title")
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
-            results.append(IngestError(where, "missing or empty \"id\""))
+            results.append(IngestError(where, 'missing or empty "id"'))
         elif not isinstance(text, str) or not text.strip():
-            results.append(IngestError(where, "missing or empty \"text\""))
+            results.append(IngestError(where, 'missing or empty "text"'))
         elif str(doc_id) in seen:
             results.append(IngestError(where, f"duplicate id {doc_id!r}"))
         else:
@@ -162,25 +210,49 @@ def _parse_jsonl(source: str, data: bytes) -> list[ParsedDocument | IngestError]
     return results or [IngestError(source, "no records in the JSONL file")]
 
 
-def _document(source: str, title: str, kind: str, text: str, content_hash: str, *, pages: list[Page] | None = None,
-              markdown: bool = False, heading_spans: list[tuple[int, int]] | None = None,
-              warnings: list[str] | None = None) -> ParsedDocument:
+def _document(
+    source: str,
+    title: str,
+    kind: str,
+    text: str,
+    content_hash: str,
+    *,
+    pages: list[Page] | None = None,
+    markdown: bool = False,
+    heading_spans: list[tuple[int, int]] | None = None,
+    warnings: list[str] | None = None,
+) -> ParsedDocument:
     """Segment and tokenize cleaned ``text`` into a ParsedDocument."""
     page_starts = [page.start for page in pages] if pages else None
     seg = segment(text, markdown=markdown, heading_spans=heading_spans, page_starts=page_starts)
-    ids, starts, ends = load_tokenizer().encode_offsets(text)
-    if seg.sentences:
-        bounds = np.array([(s.start, s.end) for s in seg.sentences], dtype=np.int64)
+    return _with_tokens(
+        ParsedDocument(
+            source=source,
+            title=_clip(title),
+            kind=kind,
+            content_hash=content_hash,
+            text=text,
+            pages=pages or [],
+            sections=seg.sections,
+            sentences=seg.sentences,
+            warnings=list(warnings or []),
+        )
+    )
+
+
+def _with_tokens(document: ParsedDocument) -> ParsedDocument:
+    """``document`` with its text tokenized and each sentence's token range set."""
+    ids, starts, ends = load_tokenizer().encode_offsets(document.text)
+    if document.sentences:
+        bounds = np.array([(s.start, s.end) for s in document.sentences], dtype=np.int64)
         first = np.searchsorted(starts, bounds[:, 0], side="left").tolist()
         last = np.searchsorted(starts, bounds[:, 1], side="left").tolist()
-        for sentence, token_start, token_end in zip(seg.sentences, first, last, strict=True):
+        for sentence, token_start, token_end in zip(document.sentences, first, last, strict=True):
             sentence.token_start, sentence.token_end = token_start, token_end
-    return ParsedDocument(
-        source=source, title=_clip(title), kind=kind, content_hash=content_hash, text=text, pages=pages or [],
-        sections=seg.sections, sentences=seg.sentences, warnings=list(warnings or []),
-        token_ids=ids.astype(np.int32, copy=False), token_starts=starts.astype(np.int32, copy=False),
-        token_ends=ends.astype(np.int32, copy=False),
-    )
+    document.token_ids = ids.astype(np.int32, copy=False)
+    document.token_starts = starts.astype(np.int32, copy=False)
+    document.token_ends = ends.astype(np.int32, copy=False)
+    return document
 
 
 def _first_line(text: str) -> str:
@@ -228,13 +300,21 @@ class _Worker:
         child_in, parent_out = os.pipe()
         parent_in, child_out = os.pipe()
         root = str(Path(__file__).resolve().parents[1])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "ingest.worker", *map(str, (child_in, child_out, memory_bytes, timeout_s))],
-                pass_fds=(child_in, child_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, env=env,
+                pass_fds=(child_in, child_out),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
             )
         except BaseException:
             for fd in (parent_in, parent_out):

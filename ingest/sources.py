@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from ingest.document import IngestError
 
 KINDS = {".pdf": "pdf", ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html",
-         ".jsonl": "jsonl"}
+         ".jsonl": "jsonl", ".xml": "xml"}
 ARCHIVE_SUFFIXES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".jar"}
 SUPPORTED = ", ".join([*KINDS, ".zip"])
 # Compression ratios are only meaningful for large members: a few KB of repeated text can compress 200:1.
@@ -38,7 +38,7 @@ class InputItem:
     """One file to parse: on disk (``path``) or an archive member already read into ``data``."""
 
     source: str  # the path, or "archive.zip!dir/file.pdf" for a member
-    kind: str  # "pdf", "txt", "md", "html" or "jsonl"
+    kind: str  # "pdf", "txt", "md", "html", "jsonl" or "xml" (sentence-XML papers)
     path: Path | None = None
     data: bytes | None = None
 

@@ -46,6 +46,7 @@ from model.hybrid import (
     TokenMatchHead,
     span_means,
 )
+from model.summary_policy import SummaryPolicy, choose, policy_for
 from model.tokenizer import Tokenizer, load_tokenizer
 
 FORMAT = "indexpool-checkpoint/1"
@@ -387,7 +388,15 @@ class IndexPoolQA(_Encoder):
 
 
 class IndexPoolSummarizer(_Encoder):
+    """Summaries by the salience head, the sentence embeddings and a summary policy (:mod:`model.summary_policy`:
+    how the scores are combined and how sentences are taken within the budget)."""
+
     name = "indexpool"
+
+    def __init__(self, net: IndexPoolNet, weights: EvidenceWeights, policy: SummaryPolicy | None = None,
+                 tokenizer: Tokenizer | None = None) -> None:
+        super().__init__(net, weights, tokenizer)
+        self.policy = policy or SummaryPolicy()
 
     @torch.no_grad()
     def sentence_states(self, text: str) -> tuple[list[tuple[int, int]], torch.Tensor]:
@@ -397,24 +406,19 @@ class IndexPoolSummarizer(_Encoder):
         return spans, encode_spans(self.net, ids, char_to_token_spans(starts, spans, 0))
 
     @torch.no_grad()
-    def summarize(self, text: str, budget_words: int) -> str:
-        """Salient sentences, best first while the budget lasts, skipping near-duplicates; in reading order."""
+    def sentence_scores(self, text: str) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
+        """Sentence spans, salience logits (S,) and unit embeddings (S, e): what the policy reads."""
         spans, means = self.sentence_states(text)
         if not spans:
-            return ""
-        salience = self.net.salience_scores(means)  # (S,)
-        emb = self.net.evidence.embed_spans(means)  # (S, e) unit
-        words = [len(text[s:e].split()) for s, e in spans]
-        chosen: list[int] = []
-        used = 0
-        for i in salience.argsort(descending=True).tolist():
-            if used >= budget_words:
-                break
-            if words[i] < 5 or (chosen and float((emb[chosen] @ emb[i]).max()) > self.weights.redundancy):
-                continue
-            chosen.append(i)
-            used += words[i]
-        return "\n".join(" ".join(text[spans[i][0] : spans[i][1]].split()) for i in sorted(chosen))
+            return spans, np.zeros(0), np.zeros((0, 0))
+        return spans, self.net.salience_scores(means).numpy(), self.net.evidence.embed_spans(means).numpy()
+
+    @torch.no_grad()
+    def summarize(self, text: str, budget_words: int) -> str:
+        """The sentences the policy chooses within the budget, near-duplicates skipped, in reading order."""
+        spans, salience, emb = self.sentence_scores(text)
+        chosen = choose(self.policy, text, spans, salience, emb, budget_words, self.weights.redundancy)
+        return "\n".join(" ".join(text[spans[i][0] : spans[i][1]].split()) for i in chosen)
 
 
 def qa_system(checkpoint: Path, variant: str = "") -> IndexPoolQA:
@@ -425,5 +429,6 @@ def qa_system(checkpoint: Path, variant: str = "") -> IndexPoolQA:
 
 
 def summarizer(checkpoint: Path) -> IndexPoolSummarizer:
+    """The checkpoint's summarizer with its summary policy (:func:`model.summary_policy.policy_for`)."""
     net, weights, _ = load_checkpoint(checkpoint)
-    return IndexPoolSummarizer(net, weights)
+    return IndexPoolSummarizer(net, weights, policy_for(checkpoint, net.cfg.weights_id))

