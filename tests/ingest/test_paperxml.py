@@ -16,7 +16,8 @@ PAPER = b"""<PAPER>
     <S sid="2">We present a fast statistical tagger for many languages.</S>
     <S sid="3">Taggers   assign tags to words.</S>
   </SECTION>
-  <SECTION title="2 Method"><S sid="4">Trigrams are smoothed.</S><SUBSECTION><S>Unknown words use suffixes.</S></SUBSECTION></SECTION>
+  <SECTION title="2 Method"><S sid="4">Trigrams are smoothed.</S>
+    <SUBSECTION><S>Unknown words use suffixes.</S></SUBSECTION></SECTION>
 </PAPER>"""
 
 
