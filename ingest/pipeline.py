@@ -139,42 +139,26 @@ def _parse_paper_xml(source: str, data: bytes, content_hash: str) -> ParsedDocum
     """A sentence-XML paper (``ingest.paperxml``): the title, then each block as its heading line (when it has one)
     and one sentence per line, blocks separated by a blank line; the file's sentences are kept as they are."""
     title, blocks = read_paper_xml(data, source)
-    parts: list[str] = []
-    sentences: list[Sentence] = []
+    parts = [title] if title else []  # joined by blank lines
+    sentences = [Sentence(0, len(title), None, None, 0)] if title else []
     sections: list[Section] = []
-    offset = 0
-
-    def append(piece: str, separator: str) -> int:
-        """Add ``piece`` (after ``separator`` unless it is the first); its start offset."""
-        nonlocal offset
-        if parts:
-            parts.append(separator)
-            offset += len(separator)
-        parts.append(piece)
-        offset += len(piece)
-        return offset - len(piece)
-
-    if title:
-        sentences.append(Sentence(append(title, ""), offset, None, None, 0))
+    end = len(title)  # of the text so far
     for paragraph, block in enumerate(blocks, start=1):
-        separator, start = _PARAGRAPH_BREAK, None
-        if block.title:
-            start, separator = append(block.title, _PARAGRAPH_BREAK), "\n"
+        start = end + len(_PARAGRAPH_BREAK) if parts else 0
+        block_text = "\n".join([block.title, *block.sentences] if block.title else block.sentences)
+        line = start + (len(block.title) + 1 if block.title else 0)
         for sentence in block.sentences:
-            begin = append(sentence, separator)
-            start, separator = begin if start is None else start, "\n"
-            sentences.append(Sentence(begin, offset, None, len(sections), paragraph))
-        sections.append(Section(block.title, block.kind, start, offset))
-    document = ParsedDocument(
-        source,
-        _clip(title or _stem(source)),
-        "xml",
-        content_hash,
-        "".join(parts),
-        sections=sections,
-        sentences=sentences,
+            sentences.append(Sentence(line, line + len(sentence), None, len(sections), paragraph))
+            line += len(sentence) + 1
+        end = start + len(block_text)
+        sections.append(Section(block.title, block.kind, start, end))
+        parts.append(block_text)
+    text = _PARAGRAPH_BREAK.join(parts)
+    return _with_tokens(
+        ParsedDocument(
+            source, _clip(title or _stem(source)), "xml", content_hash, text, sections=sections, sentences=sentences
+        )
     )
-    return _with_tokens(document)
 
 
 def _parse_jsonl(source: str, data: bytes) -> list[ParsedDocument | IngestError]:
