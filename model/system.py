@@ -168,7 +168,8 @@ def load_checkpoint(path: Path, variant: str = "") -> tuple[IndexPoolNet, Eviden
     payload = torch.load(path, map_location="cpu", weights_only=True)
     if payload.get("format") != FORMAT:
         raise ValueError(f"{path}: not an IndexPool checkpoint ({payload.get('format')!r})")
-    net = IndexPoolNet(HybridConfig.from_dict(payload["config"] | CACHE_VARIANTS.get(variant, {})))
+    config = {"indexer_key_window": 1} | payload["config"]  # checkpoints before the field had token keys
+    net = IndexPoolNet(HybridConfig.from_dict(config | CACHE_VARIANTS.get(variant, {})))
     expected = net.state_dict()
     state = {k: v.float() if v.is_floating_point() else v for k, v in payload["state"].items() if k in expected}
     net.load_state_dict(state)

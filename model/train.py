@@ -493,7 +493,8 @@ class IndexerStage(Stage):
             causal = torch.ones(T, T, dtype=torch.bool).tril()
             att = att.masked_fill(~causal, -math.inf).softmax(-1).mean(1)  # (B, T, T)
             target = att[:, :, : nb * r].reshape(B, T, nb, r).sum(-1)  # (B, T, nb)
-        iq, ik, iw = sparse.indexer_project(h)  # (B, T, HI, dI), (B, T, dI), (B, T, HI)
+        iq, token_keys, iw = sparse.indexer_project(h)  # (B, T, HI, dI), (B, T, dI), (B, T, HI)
+        ik = sparse.indexer_keys(token_keys)  # (B, T, dI) window means, as the streams store them
         blocks = ik[:, : nb * r].reshape(B * nb, r, -1)  # (B·nb, r, dI)
         last = torch.arange(nb) * r + r - 1
         u = write_queries(blocks, iq[:, last].flatten(0, 1), iw[:, last].flatten(0, 1), "last_query")

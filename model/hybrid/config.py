@@ -40,6 +40,7 @@ class HybridConfig(JsonConfig):
     # sparse stream: IndexPool indexer + exact attention over selected tokens
     indexer_heads: int = 4  # H_I
     indexer_dim: int = 32  # d_I (a power of two: Hadamard rotation before INT8)
+    indexer_key_window: int = 256  # each indexer key is the mean of the last W token keys (causal; 1 = token keys)
     query_block: int = 128  # prefill: the tokens of one query block share one top-k selection
     topk_tokens: int = 512  # question tokens: scored tokens selected per token (-1 = all)
     prefill_topk_tokens: int = 128  # collection tokens: scored tokens selected per query block (-1 = all)
@@ -66,6 +67,8 @@ class HybridConfig(JsonConfig):
             raise ValueError(f"pool_preset must be one of {sorted(PRESETS)}, got {self.pool_preset!r}")
         if self.cache_dtype not in CACHE_DTYPES:
             raise ValueError(f"cache_dtype must be one of {CACHE_DTYPES}, got {self.cache_dtype!r}")
+        if self.indexer_key_window < 1:
+            raise ValueError(f"indexer_key_window must be ≥ 1, got {self.indexer_key_window}")
         self.indexpool_config()  # validates the indexer settings
 
     @property

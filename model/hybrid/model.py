@@ -181,6 +181,7 @@ class HybridModel(nn.Module):
             idx = cache.indexer
             layers.append({
                 "gla": gla, "kv": cache.kv.data.clone(), "block_q": cache.block_q, "block_w": cache.block_w,
+                "key_tail": cache.key_tail,
                 **{f"indexer.{n}": getattr(idx, n).data.clone() for n in _INDEXER_ROWS},
                 **{f"indexer.{n}": getattr(idx, n) for n in _INDEXER_SCALARS},
             })  # fmt: skip
@@ -204,6 +205,7 @@ class HybridModel(nn.Module):
             cache = state.sparse[i]
             cache.kv.adopt(layer["kv"])  # memory-mapped: a question reads only the tokens it selects
             cache.block_q, cache.block_w = layer["block_q"], layer["block_w"]
+            cache.key_tail = layer["key_tail"]
             for n in _INDEXER_ROWS:
                 getattr(cache.indexer, n).append(layer[f"indexer.{n}"])
             for n in _INDEXER_SCALARS:

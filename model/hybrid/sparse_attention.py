@@ -12,6 +12,12 @@ collection through ``IndexPoolIndexer.select`` and attend to the collection's la
 causally. No positional encoding (NoPE): order comes from the linear-attention stream and the causal masks.
 
 With ``k_tokens = -1`` every entry is selected and the stream is full causal softmax attention.
+
+Indexer keys are block-smooth by construction: the key written for token s is the mean of the token keys
+index_k(h) of tokens s − W + 1 … s (``indexer_key_window`` W; fewer at the start of the stream), so the indexer
+scores regions of W tokens rather than single tokens. Its top-k tokens then come in runs that 4:1 pooled entries
+can cover (a token-key indexer ranks scattered single tokens that no r-block selector recovers: BENCHMARKS.md).
+A stream carries its last W − 1 token keys, so chunked prefill still equals one pass.
 """
 
 from __future__ import annotations
@@ -40,6 +46,21 @@ from .config import HybridConfig
 # score them with the indexer's formula, Σ_h w_h ReLU(q_h · k).
 
 SCORE_ELEMENTS = 1 << 22  # (query, head, entry) dot products per step
+
+
+def window_mean(keys: torch.Tensor, previous: torch.Tensor, window: int) -> torch.Tensor:
+    """Causal window mean of indexer keys: each key becomes the mean of itself and the window − 1 keys before it
+    (fewer at the start of the stream). keys (..., T, d_I) new token keys, previous (..., P, d_I) the P ≤ window − 1
+    token keys just before them → (..., T, d_I). Summed in the same order whatever the chunking."""
+    if window == 1:
+        return keys
+    T, P = keys.shape[-2], previous.shape[-2]
+    if P > window - 1:
+        raise ValueError(f"window_mean: at most {window - 1} previous keys, got {P}")
+    history = F.pad(torch.cat([previous.to(keys.dtype), keys], -2), (0, 0, window - 1 - P, 0))  # (..., W-1+T, d_I)
+    sums = history.unfold(-2, window, 1).sum(-1)  # (..., T, d_I)
+    count = (P + torch.arange(1, T + 1, device=keys.device)).clamp_max(window).to(keys.dtype)  # (T,)
+    return sums / count[:, None]
 
 
 def indexer_entries(idx: IndexPoolIndexer):
@@ -147,6 +168,7 @@ class SparseCache:
         self.indexer = IndexPoolIndexer(cfg.indexpool_config(), method=cfg.pool_method, weights=layer.pool_weights)
         self.block_q = torch.zeros(cfg.indexer_heads, cfg.indexer_dim)  # (H_I, d_I)
         self.block_w = torch.zeros(cfg.indexer_heads)  # (H_I,)
+        self.key_tail = torch.zeros(0, cfg.indexer_dim)  # (≤ W − 1, d_I) the stream's last token keys
 
     @property
     def length(self) -> int:
@@ -208,17 +230,32 @@ class SparseAttention(nn.Module):
         return q, kv.to(getattr(torch, cfg.cache_dtype)).to(x.dtype)
 
     def indexer_project(self, x: torch.Tensor):
-        """x (B, T, d) → indexer queries (B, T, H_I, d_I), keys (B, T, d_I), head weights (B, T, H_I)."""
+        """x (B, T, d) → indexer queries (B, T, H_I, d_I), token keys (B, T, d_I), head weights (B, T, H_I).
+        The keys the indexer stores are the token keys' window means (``indexer_keys``)."""
         B, T, _ = x.shape
         iq = self.index_q(x).view(B, T, self.cfg.indexer_heads, self.cfg.indexer_dim)
         return iq, self.index_k(x), self.index_w(x) * self.cfg.indexer_heads**-0.5
+
+    def indexer_keys(self, token_keys: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
+        """Token keys (..., T, d_I) → the stored indexer keys (..., T, d_I); previous (..., P, d_I): the stream's
+        token keys before them (None: they start the stream)."""
+        if previous is None:
+            previous = token_keys.new_zeros(*token_keys.shape[:-2], 0, token_keys.shape[-1])
+        return window_mean(token_keys, previous, self.cfg.indexer_key_window)
 
     def forward(self, x: torch.Tensor, caches: list[SparseCache]) -> torch.Tensor:
         """Collection tokens continuing each cache's stream: x (B, T, d) → (B, T, H, D); the caches are extended.
         Selection is discrete: the indexer (fed detached states) and the pooling weights get no gradient here."""
         q, kv = self.project(x)
-        iq, ik, iw = self.indexer_project(x.detach())
-        return torch.stack([self._stream(q[b], kv[b], iq[b], ik[b], iw[b], c) for b, c in enumerate(caches)])
+        iq, token_keys, iw = self.indexer_project(x.detach())
+        keep = self.cfg.indexer_key_window - 1
+        out = []
+        for b, cache in enumerate(caches):
+            ik = self.indexer_keys(token_keys[b], cache.key_tail.to(token_keys.dtype))  # (T, d_I)
+            if keep:
+                cache.key_tail = torch.cat([cache.key_tail, token_keys[b].float()])[-keep:]
+            out.append(self._stream(q[b], kv[b], iq[b], ik, iw[b], cache))
+        return torch.stack(out)
 
     def _stream(self, q, kv, iq, ik, iw, cache: SparseCache) -> torch.Tensor:
         """One stream: q (T, H, D), kv (T, 2, Hkv, D), iq (T, H_I, d_I), ik (T, d_I), iw (T, H_I) → (T, H, D)."""

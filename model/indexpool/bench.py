@@ -8,9 +8,9 @@ Keys and queries come from real text: the shared Gutenberg books and QMSum trans
 model's chunked prefill (chunks of 4096 tokens); the keys, queries and head weights are what the indexer of one
 hybrid layer (``--layer``, default the last) computes from that layer's sparse-stream input h:
 
-    k_s     = index_k(h_s)                        (d_I,)
-    q_{t,h} = index_q(h_t)_h                      (H_I, d_I)
-    w_{t,h} = index_w(h_t)_h · H_I^-½             its learned per-head weights
+    k_s     = mean(index_k(h_{s-W+1}), …, index_k(h_s))   (d_I,)  W: the model's indexer_key_window
+    q_{t,h} = index_q(h_t)_h                                 (H_I, d_I)
+    w_{t,h} = index_w(h_t)_h · H_I^-½                        its learned per-head weights
 
 H_I, d_I, r, the sink and the local window are the model's. ``indexpool`` (and ``_int8``, ``_adaptive``) pool with the
 layer's trained pooling weights (α, β, γ, σ, λ), the write-time content query being the block's last token's query,
@@ -25,7 +25,8 @@ state of the first cached shard and projected to d_I with a fixed seeded Gaussia
     q_{t,h} = ((x_t - μ) P) ⊙ e^{0.5 z_h},  z_h ~ N(0, I)     head h re-weights the key features
     w_{t,h} = softmax_h((x_t - μ) · u_h / √384),  u_h ~ N(0, I)
 
-``--key-window W`` (a diagnostic) replaces k_s by the mean of k_{s-W+1..s}: still causal, but smooth at block scale.
+``--key-window W`` (a diagnostic) replaces k_s by the mean of k_{s-W+1..s}: still causal, but smooth at block scale
+(with ``--keys model`` it smooths the model's keys once more).
 
 Queries are decode steps: the tokens that follow the N-token context in the corpus (positions N + 64 j). Eight
 needle sentences are written into the context (MiniLM: their windows re-encoded; model: the stream re-encoded) and
@@ -567,6 +568,7 @@ class ModelKeys:
             "heads": tap.heads,
             "d_I": tap.dim,
             "ratio": tap.ratio,
+            "model_key_window": tap.cfg.indexer_key_window,
             "trained_pooling": trained,
         }
 

