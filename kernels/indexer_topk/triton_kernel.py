@@ -23,7 +23,7 @@ def _indexer_topk_kernel(
     Q,  # (Tq, H, D) queries
     W,  # (Tq, H) head weights
     K,  # (N, D) keys: float, or int8 codes
-    S,  # (N,) float32 scales when INT8
+    S,  # (N,) float scales when INT8
     OUT,  # (Tq, n_tiles, TOPK) int64 packed candidates
     N,
     H,
@@ -64,7 +64,7 @@ def _indexer_topk_kernel(
         else:
             dots = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee")
         if INT8:
-            dots = dots * tl.load(S + n, mask=n < N, other=0.0)[None, :]
+            dots = dots * tl.load(S + n, mask=n < N, other=0.0).to(tl.float32)[None, :]
         score = tl.sum(tl.maximum(dots, 0.0) * w[:, None], axis=0)  # (BN,)
         score = tl.where(n < N, score, float("-inf"))
         bits = score.to(tl.int32, bitcast=True)

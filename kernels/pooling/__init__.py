@@ -51,7 +51,7 @@ def weighted_pool(
     backend: str = "auto",
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """keys (..., T, D), weights (..., T) → pooled (..., T // ratio, D) in the keys' dtype (differentiable), or with
-    quantize=True (int8 codes (..., T // ratio, D), float32 scales (..., T // ratio)) of the (rotated) pooled keys."""
+    quantize=True (int8 codes (..., T // ratio, D), float16 scales (..., T // ratio)) of the (rotated) pooled keys."""
     _check(keys, weights, ratio, rotation, backend)
     if rotation is not None and not quantize:
         raise ValueError("rotation is applied before INT8 quantization: pass quantize=True with it")
@@ -80,7 +80,7 @@ def weighted_pool(
 def quantize_int8(
     x: torch.Tensor, rotation: torch.Tensor | None = None, backend: str = "auto"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """x (..., D) → (int8 codes (..., D), float32 scales (...)) with x R ≈ codes · scales (per-row absmax / 127)."""
+    """x (..., D) → (int8 codes (..., D), float16 scales (...)) with x R ≈ codes · scales (per-row absmax / 127)."""
     if backend == "reference":
         return quantize_int8_reference(x, rotation)
     q, s = quantize_int8_cpu(x.reshape(-1, x.shape[-1]), rotation)

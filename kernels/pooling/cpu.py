@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .reference import EPS
+from .reference import EPS, SCALE_MIN
 
 CHUNK_BLOCKS = 1 << 16  # pooled rows per chunk
 
@@ -27,13 +27,13 @@ def weighted_pool_cpu(keys: torch.Tensor, weights: torch.Tensor, ratio: int) -> 
 
 
 def quantize_int8_cpu(x: torch.Tensor, rotation: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """x (M, D) → (q (M, D) int8, scale (M,) float32), chunked over rows."""
+    """x (M, D) → (q (M, D) int8, scale (M,) float16), chunked over rows."""
     qs, scales = [], []
     for s in range(0, max(x.shape[0], 1), CHUNK_BLOCKS):
         xc = x[s : s + CHUNK_BLOCKS].float()  # (m, D)
         if rotation is not None:
             xc = xc @ rotation.float()
-        scale = xc.abs().amax(dim=-1).clamp_min(EPS) / 127.0  # (m,)
-        qs.append(torch.floor(xc / scale[:, None] + 0.5).clamp_(-127, 127).to(torch.int8))
+        scale = (xc.abs().amax(dim=-1) / 127.0).clamp_min(SCALE_MIN).half()  # (m,)
+        qs.append(torch.floor(xc / scale.float()[:, None] + 0.5).clamp_(-127, 127).to(torch.int8))
         scales.append(scale)
     return torch.cat(qs), torch.cat(scales)

@@ -3,7 +3,7 @@
 One program pools BLOCK_M blocks: it loads the (BLOCK_M·r, D) key tile once, builds the block-diagonal weight tile
 (BLOCK_M, BLOCK_M·r) whose row m holds block m's normalized weights, and computes the pooled tile with one ``tl.dot``
 (tensor cores for fp16 keys). With QUANT it rotates the tile (``tl.dot`` with R) and writes int8 rows plus a float32
-scale per row, so pooled keys never go through memory in floating point.
+scale per row (float16), so pooled keys never go through memory in floating point.
 
 The backward (keys and weights get gradients) is a few vectorized PyTorch ops: pooling is trained, quantization is
 inference-only (training uses ``model.indexpool.quant.fake_quant``).
@@ -15,9 +15,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .reference import EPS
+from .reference import EPS, SCALE_MIN
 
 _EPS = tl.constexpr(EPS)  # globals used inside @triton.jit must be constexpr
+_SCALE_MIN = tl.constexpr(SCALE_MIN)
 
 
 @triton.jit
@@ -25,7 +26,7 @@ def _pool_kernel(
     K,  # (NB*r, D) keys, any float dtype
     W,  # (NB*r,) pooling weights
     OUT,  # (NB, D) pooled keys (float) or int8 codes when QUANT
-    SCALE,  # (NB,) float32 scales when QUANT
+    SCALE,  # (NB,) float16 scales when QUANT
     R,  # (D, D) rotation when ROTATE
     n_blocks,
     D,
@@ -61,8 +62,8 @@ def _pool_kernel(
         if ROTATE:
             rot = tl.load(R + d[:, None] * D + d[None, :], mask=(d[:, None] < D) & (d[None, :] < D), other=0.0)
             pooled = tl.dot(pooled, rot.to(tl.float32), input_precision="ieee")
-        scale = tl.maximum(tl.max(tl.abs(pooled), axis=1), _EPS) / 127.0  # (BM,)
-        q = tl.floor(pooled / scale[:, None] + 0.5)
+        scale = tl.maximum(tl.max(tl.abs(pooled), axis=1) / 127.0, _SCALE_MIN).to(tl.float16)  # (BM,)
+        q = tl.floor(pooled / scale.to(tl.float32)[:, None] + 0.5)
         q = tl.minimum(tl.maximum(q, -127.0), 127.0)
         tl.store(out_ptr, q.to(tl.int8), mask=out_ok)
         tl.store(SCALE + out_rows, scale, mask=out_rows < n_blocks)
@@ -88,7 +89,7 @@ def _launch(
     block_d = max(16, triton.next_power_of_2(D))
     block_m = max(16, min(block_m or default_block_m(ratio), triton.next_power_of_2(max(n_blocks, 1))))
     out = torch.empty(n_blocks, D, device=keys.device, dtype=torch.int8 if quant else keys.dtype)
-    scale = torch.empty(n_blocks, device=keys.device, dtype=torch.float32) if quant else None
+    scale = torch.empty(n_blocks, device=keys.device, dtype=torch.float16) if quant else None
     grid = (triton.cdiv(n_blocks, block_m),)
     if n_blocks:
         _pool_kernel[grid](
@@ -150,7 +151,7 @@ def pool_quantize_triton(
     rotation: torch.Tensor | None = None,
     block_m: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """keys (T, D), weights (T,) → (int8 codes (T // ratio, D), scales (T // ratio,) float32)."""
+    """keys (T, D), weights (T,) → (int8 codes (T // ratio, D), scales (T // ratio,) float16)."""
     n = keys.shape[0] // ratio * ratio
     rot = rotation.contiguous().float() if rotation is not None else None
     q, scale = _launch(keys[:n].contiguous(), weights[:n].contiguous(), ratio, True, rot, block_m)

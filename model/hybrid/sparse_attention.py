@@ -84,7 +84,7 @@ def indexer_query(idx: IndexPoolIndexer, q: torch.Tensor) -> torch.Tensor:
 def entry_scores(q: torch.Tensor, w: torch.Tensor, rows: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
     """Σ_h w_h ReLU(q_h · k).  q (G, H, D), w (G, H), rows (n, D) [int8 + scales (n,)] → (G, n)"""
     G, H, D = q.shape
-    keys = rows.float() if scales is None else rows.float() * scales[:, None]
+    keys = rows.float() if scales is None else rows.float() * scales.float()[:, None]
     dots = (q.float().reshape(G * H, D) @ keys.t()).relu_().view(G, H, -1)  # (G, H, n)
     return (w.float().view(G, 1, H) @ dots).squeeze(1)
 

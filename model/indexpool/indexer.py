@@ -120,7 +120,7 @@ class IndexPoolIndexer(nn.Module):
         self.u = _Rows(D, torch.float32, dev)  # write-time content queries of blocks not yet pooled
         width = 2 * D if method == "quest" else D
         self.t1 = _Rows(width, torch.int8 if self.int8 else torch.float32, dev)  # tier 1 entries
-        self.t1_scale = _Rows(None, torch.float32, dev)
+        self.t1_scale = _Rows(None, torch.float16, dev)
         self.t1_start = _Rows(None, torch.int64, dev)
         self.t1_len = _Rows(None, torch.int64, dev)
         self.pooled_blocks = 0  # blocks already written to tier 1

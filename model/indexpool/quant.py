@@ -6,6 +6,8 @@ import math
 
 import torch
 
+from kernels.pooling.reference import SCALE_MIN
+
 
 def hadamard(d: int, device: torch.device | str = "cpu") -> torch.Tensor:
     """Orthonormal Sylvester Hadamard matrix (d, d), d a power of two: x H spreads outliers over all dims."""
@@ -20,7 +22,8 @@ def hadamard(d: int, device: torch.device | str = "cpu") -> torch.Tensor:
 class _FakeQuant(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, noise: float) -> torch.Tensor:
-        scale = x.detach().abs().amax(dim=-1, keepdim=True).clamp_min(1e-12) / 127.0  # (..., 1)
+        # the stored scale: float16, as kernels.pooling writes it
+        scale = (x.detach().abs().amax(dim=-1, keepdim=True) / 127.0).clamp_min(SCALE_MIN).half().float()  # (..., 1)
         y = x / scale
         if noise > 0:  # noise injection: jitter before rounding, within ±noise of a quantization step
             y = y + (torch.rand_like(y) - 0.5) * 2 * noise
@@ -32,5 +35,6 @@ class _FakeQuant(torch.autograd.Function):
 
 
 def fake_quant(x: torch.Tensor, noise: float = 0.0) -> torch.Tensor:
-    """INT8 quantize-dequantize with per-row absmax scales; gradient passes straight through.  x (..., D)"""
+    """INT8 quantize-dequantize with per-row absmax scales (float16, as stored); gradient passes straight through.
+    x (..., D)"""
     return _FakeQuant.apply(x, noise)

@@ -156,7 +156,7 @@ def test_int8_cache_bytes_and_selection():
     i8 = IndexPoolIndexer(_cfg(int8=True), "indexpool")
     fp.append(keys, q, hw)
     i8.append(keys, q, hw)
-    assert i8.cache_bytes() == 1000 * (D + 4)  # int8 codes + a float32 scale per entry
+    assert i8.cache_bytes() == 1000 * (D + 2)  # int8 codes + a float16 scale per entry
     a = set(fp.select(q[-1:], hw[-1:], 256).scored_tokens(0).tolist())
     b = set(i8.select(q[-1:], hw[-1:], 256).scored_tokens(0).tolist())
     assert len(a & b) / 256 > 0.9
