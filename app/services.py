@@ -172,12 +172,12 @@ class Summary:
 def indexer_cache_bytes(tokens: int, cfg: IndexPoolConfig, compressed: bool) -> int:
     """Bytes of the indexer key cache (tier 1) of a ``tokens``-token context, as ``IndexPoolIndexer.cache_bytes``
     counts them: float32 keys of ``head_dim``; compressed, one pooled entry per ``ratio`` tokens (INT8 rows with a
-    float32 scale when ``cfg.int8``) plus the keys of the unfinished block; below ``min_length`` tokens nothing is
+    float16 scale when ``cfg.int8``) plus the keys of the unfinished block; below ``min_length`` tokens nothing is
     compressed."""
     key_bytes = cfg.head_dim * 4
     if not compressed or tokens < cfg.min_length:
         return tokens * key_bytes
-    entry_bytes = cfg.head_dim + 4 if cfg.int8 else key_bytes
+    entry_bytes = cfg.head_dim + 2 if cfg.int8 else key_bytes
     return tokens // cfg.ratio * entry_bytes + tokens % cfg.ratio * key_bytes
 
 
