@@ -105,6 +105,7 @@ def trial(rng: random.Random, depth: int, variant: str) -> tuple[list[tuple[int,
 def run_system(system: QASystem, haystacks: dict[int, Haystack], seed: int) -> list[dict[str, Any]]:
     """One result per (length, depth, variant)."""
     results = []
+    started = time.perf_counter()
     for length, haystack in haystacks.items():
         rng = random.Random(f"{seed}/{length}")
         for variant in VARIANTS:
@@ -116,6 +117,8 @@ def run_system(system: QASystem, haystacks: dict[int, Haystack], seed: int) -> l
                 check_citations({"haystack": text}, citations, system.name)
                 hit = bool(citations) and number in text[citations[0].start : citations[0].end]
                 results.append({"tokens": length, "depth": depth, "variant": variant, "hit": hit})
+                print(f"  {system.name} {length:,} tokens {variant} depth {depth}%: {'hit' if hit else 'miss'} "
+                      f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     return results
 
 
