@@ -40,6 +40,7 @@ from ingest.document import IngestError, ParsedDocument
 from ingest.pipeline import parse_items_isolated
 from ingest.segment import section_name
 from ingest.sources import InputItem, Limits, expand_inputs
+from model.checkpoint import indexpool_checkpoint
 from model.evaluation import systems
 from model.evaluation.baselines import tokenize
 from model.evaluation.datasets import strip_abstract
@@ -564,7 +565,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_summarizer(name: str) -> systems.Summarizer:
     """The summarizer called ``name``; a UserError (never a substitute) when it cannot run here."""
     try:
-        return systems.make_summarizer(name, systems.INDEXPOOL_CHECKPOINT)
+        return systems.make_summarizer(name)
     except systems.SystemUnavailable as error:
         raise UserError(
             f"the {name} summarizer is unavailable: {error}; use --summarizer lead (or lexrank) for a baseline"
@@ -581,7 +582,7 @@ def interactive_summarizer(name: str) -> tuple[systems.Summarizer, str]:
             raise
         reason = (
             "model checkpoint not installed"
-            if not systems.INDEXPOOL_CHECKPOINT.is_file()
+            if not indexpool_checkpoint().is_file()
             else f"the model cannot run here: {error.__cause__}"
         )
         return load_summarizer("lead"), f"baseline: lead ({reason})"

@@ -9,13 +9,12 @@ can run only where its checkpoint is installed.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
+from model.checkpoint import indexpool_checkpoint
 from storage.library import Library
 
 
@@ -93,13 +92,6 @@ class BM25Reader:
 
 class ReaderUnavailable(Exception):
     """The reader cannot run here (e.g. its model is not installed); the message says why."""
-
-
-def indexpool_checkpoint() -> Path:
-    """The IndexPool checkpoint, found as the evaluation harness finds it (``$INDEXPOOL_CHECKPOINT``, else
-    ``model/assets/indexpool.pt``), but looked up at each call."""
-    default = Path(__file__).resolve().parent / "assets" / "indexpool.pt"
-    return Path(os.environ.get("INDEXPOOL_CHECKPOINT", default))
 
 
 def _indexpool_reader() -> Reader:

@@ -8,9 +8,10 @@ import json
 import pytest
 import torch
 
+from model.checkpoint import indexpool_checkpoint
 from model.indexpool import IndexPoolIndexer
 from model.indexpool.bench import NEEDLES, add_arguments, causal_window, insert_needle_ids, run
-from model.indexpool.textkeys import ModelIndexerKeys, default_checkpoint
+from model.indexpool.textkeys import ModelIndexerKeys
 
 TEXT = (
     "The committee met on Tuesday to discuss the budget for the new library. Several members argued that the "
@@ -20,8 +21,8 @@ TEXT = (
 
 @pytest.fixture(scope="module")
 def tap() -> ModelIndexerKeys:
-    if not default_checkpoint().is_file():
-        pytest.skip(f"model checkpoint {default_checkpoint()} is absent")
+    if not indexpool_checkpoint().is_file():
+        pytest.skip(f"model checkpoint {indexpool_checkpoint()} is absent")
     return ModelIndexerKeys()
 
 

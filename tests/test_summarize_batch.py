@@ -14,7 +14,6 @@ from sqlalchemy import func, select
 from app.cli import main
 from ingest.pipeline import parse_item
 from ingest.sources import Limits, expand_inputs
-from model.evaluation import systems
 from storage.library import Library
 from storage.models import MetricRecord, SummaryRow
 
@@ -192,7 +191,7 @@ def test_resume_after_a_kill_repairs_the_last_line_and_adds_no_duplicates(tmp_pa
 def test_the_model_summarizer_unavailable_is_a_user_error(
     tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(systems, "INDEXPOOL_CHECKPOINT", tmp_path / "missing.pt")
+    monkeypatch.setenv("INDEXPOOL_CHECKPOINT", str(tmp_path / "missing.pt"))
     [text] = write_texts(tmp_path / "texts")[:1]
     code, stdout, stderr = summarize(home, str(text), "--out", str(tmp_path / "results.jsonl"))
     assert code == 1 and stdout == ""

@@ -13,17 +13,14 @@ reason, and never replaced by anything else.
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from model.checkpoint import indexpool_checkpoint
 from model.evaluation.metrics import Span
 
-INDEXPOOL_CHECKPOINT = Path(
-    os.environ.get("INDEXPOOL_CHECKPOINT", Path(__file__).resolve().parents[1] / "assets" / "indexpool.pt")
-)
 QA_SYSTEMS = ("indexpool", "bm25", "dense")
 # also accepted by --systems: the model with another indexer cache (model.system.CACHE_VARIANTS)
 QA_VARIANTS = ("indexpool-int8", "indexpool-uncompressed")
@@ -76,10 +73,12 @@ def _indexpool(factory: str, checkpoint: Path, *args: str) -> object:
     return getattr(module, factory)(checkpoint, *args)
 
 
-def make_qa_system(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> QASystem:
-    """The QA system called ``name``; raises SystemUnavailable, or ValueError for an unknown name."""
+def make_qa_system(name: str, checkpoint: Path | None = None) -> QASystem:
+    """The QA system called ``name`` (the model from ``checkpoint``, by default ``indexpool_checkpoint()``); raises
+    SystemUnavailable, or ValueError for an unknown name."""
     from model.evaluation import baselines
 
+    checkpoint = checkpoint or indexpool_checkpoint()
     if name == "indexpool":
         return _indexpool("qa_system", checkpoint)  # type: ignore[return-value]
     if name in QA_VARIANTS:
@@ -91,10 +90,12 @@ def make_qa_system(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> QASyst
     raise ValueError(f"unknown QA system {name!r} (choose from {', '.join(QA_SYSTEMS + QA_VARIANTS)})")
 
 
-def make_summarizer(name: str, checkpoint: Path = INDEXPOOL_CHECKPOINT) -> Summarizer:
-    """The summarizer called ``name``; raises SystemUnavailable, or ValueError for an unknown name."""
+def make_summarizer(name: str, checkpoint: Path | None = None) -> Summarizer:
+    """The summarizer called ``name`` (the model from ``checkpoint``, by default ``indexpool_checkpoint()``); raises
+    SystemUnavailable, or ValueError for an unknown name."""
     from model.evaluation import baselines
 
+    checkpoint = checkpoint or indexpool_checkpoint()
     if name == "indexpool":
         return _indexpool("summarizer", checkpoint)  # type: ignore[return-value]
     if name == "lead":

@@ -62,6 +62,7 @@ import torch
 from torch import nn
 
 from kernels.indexer_topk import indexer_scores_reference
+from model.checkpoint import indexpool_checkpoint
 
 from .config import IndexPoolConfig
 from .indexer import IndexPoolIndexer, Selection
@@ -73,7 +74,6 @@ from .textkeys import (
     MiniLMEncoder,
     ModelIndexerKeys,
     corpus_token_ids,
-    default_checkpoint,
     token_states,
 )
 
@@ -598,7 +598,7 @@ def key_source(args: argparse.Namespace, need: int):
     """The key source of ``--keys`` (default: the model when its checkpoint loads, else MiniLM, with a note)."""
     if args.keys == "minilm":
         return MiniLMKeys(args, need)
-    ckpt = args.checkpoint or default_checkpoint()
+    ckpt = args.checkpoint or indexpool_checkpoint()
     try:
         tap = ModelIndexerKeys(ckpt, args.layer)
     except Exception as e:  # a missing or unreadable checkpoint: the default falls back to MiniLM

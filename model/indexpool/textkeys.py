@@ -32,6 +32,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from model.checkpoint import indexpool_checkpoint
+
 from .config import IndexPoolConfig
 
 WINDOW = 254  # content word pieces per encoder window; +[CLS]+[SEP] = 256, MiniLM's maximum
@@ -159,12 +161,6 @@ def token_states(ids: torch.Tensor, device: str = "cpu", verbose: bool = True) -
 # ------------------------------------------------------------------ the shipped model's indexer
 
 
-def default_checkpoint() -> Path:
-    """The IndexPool checkpoint as the evaluation harness finds it: ``$INDEXPOOL_CHECKPOINT``, else the asset."""
-    default = Path(__file__).resolve().parents[1] / "assets" / "indexpool.pt"
-    return Path(os.environ.get("INDEXPOOL_CHECKPOINT", default))
-
-
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -206,7 +202,7 @@ class ModelIndexerKeys:
         from model.system import load_checkpoint
         from model.tokenizer import load_tokenizer as load_model_tokenizer
 
-        self.checkpoint = Path(checkpoint or default_checkpoint())
+        self.checkpoint = Path(checkpoint or indexpool_checkpoint())
         self.net, _, _ = load_checkpoint(self.checkpoint)
         self.model, self.cfg = self.net.model, self.net.cfg
         sparse = [i for i, b in enumerate(self.model.blocks) if getattr(b, "sparse", None) is not None]

@@ -10,7 +10,6 @@ from sqlalchemy import select
 from ui_support import text_pdf
 
 from app.services import Services, UserError
-from model.evaluation import systems
 from storage.models import SummaryRow
 
 TIDES = [
@@ -125,7 +124,7 @@ The barrage produced power for ten hours a day. Maintenance stopped it for two w
 def test_summaries_cite_their_sentences_and_score_against_the_abstract(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(systems, "INDEXPOOL_CHECKPOINT", tmp_path / "missing.pt")  # the labelled LEAD fallback
+    monkeypatch.setenv("INDEXPOOL_CHECKPOINT", str(tmp_path / "missing.pt"))  # the labelled LEAD fallback
     services = Services(tmp_path / "library")
     (tmp_path / "barrages.txt").write_text(ABSTRACT_PAPER)
     (tmp_path / "tides.pdf").write_bytes(text_pdf("Notes on Tidal Power", TIDES))
