@@ -362,7 +362,8 @@ class Library:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def repair(self) -> list[str]:
-        """Delete array files no document references (left by a crash between file write and commit).
+        """Delete array files no document references (left by a crash between file write and commit); anything
+        that is not a regular file (a folder someone put there) is left alone.
 
         Skipped while another process is writing a document, whose new file is not referenced yet."""
         with self._writing(exclusive=True, wait=False) as locked:
@@ -373,7 +374,7 @@ class Library:
             referenced = set(session.scalars(select(Document.array_file).where(Document.array_file.is_not(None))))
         removed = []
         for path in self.arrays_dir.iterdir():
-            if path.name not in referenced:
+            if path.is_file() and path.name not in referenced:
                 path.unlink(missing_ok=True)
                 removed.append(path.name)
         return removed

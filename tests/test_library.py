@@ -146,6 +146,16 @@ def test_repair_removes_orphan_array_files(tmp_path: Path) -> None:
     assert len(reopened.search_sentences(["zoo"], "zebra", 1)) == 1
 
 
+def test_repair_leaves_a_folder_in_the_arrays_folder_alone(tmp_path: Path) -> None:
+    library = Library(tmp_path)
+    library.store("zoo", make_document("/a.txt", ["The zebra runs fast."]))
+    folder = library.arrays_dir / "notes"
+    folder.mkdir()
+    (folder / "kept.txt").write_text("not ours")
+    assert Library(tmp_path).repair() == []
+    assert (folder / "kept.txt").read_text() == "not ours"
+
+
 def test_schema_version_is_checked(tmp_path: Path) -> None:
     library = Library(tmp_path)
     with library.session() as session, session.begin():
