@@ -66,11 +66,15 @@ def main() -> None:
 
     rows = []  # per question: gold (P,) bool and each term (P,)
     for q, qv in zip(questions, question_vectors, strict=True):
-        gold = np.array([any(p.doc == e.doc and min(p.end, e.end) > max(p.start, e.start) for e in q.evidence)
-                         for p in passages])
+        gold = np.array(
+            [any(p.doc == e.doc and min(p.end, e.end) > max(p.start, e.start) for e in q.evidence) for p in passages]
+        )
         terms = {k: v.numpy() for k, v in qa.components(q.question, indexer=False).items()}
-        terms |= {"indexpool": qa.scores(q.question).numpy(), "bm25": zscore(bm25.scores(tokenize(q.question))),
-                  "dense": zscore(passage_vectors @ qv)}
+        terms |= {
+            "indexpool": qa.scores(q.question).numpy(),
+            "bm25": zscore(bm25.scores(tokenize(q.question))),
+            "dense": zscore(passage_vectors @ qv),
+        }
         rows.append((q, gold, terms))
 
     def evaluate(score: Callable[[dict], np.ndarray]) -> dict:
@@ -84,9 +88,12 @@ def main() -> None:
             doc_hits.append(doc_of[int(np.argmax(s))] in gold_docs)
             in_doc.append(bool(gold[np.argsort(-inside, kind="stable")[:K]].any()))
             groups.setdefault(group_of(q.evidence[0].doc), []).append(hit)
-        return {f"recall@{K}": float(np.mean(hits)), "document@1": float(np.mean(doc_hits)),
-                f"in-document@{K}": float(np.mean(in_doc)),
-                "by_group": {g: float(np.mean(v)) for g, v in sorted(groups.items())}}
+        return {
+            f"recall@{K}": float(np.mean(hits)),
+            "document@1": float(np.mean(doc_hits)),
+            f"in-document@{K}": float(np.mean(in_doc)),
+            "by_group": {g: float(np.mean(v)) for g, v in sorted(groups.items())},
+        }
 
     systems = {
         "indexpool": lambda t: t["indexpool"],
@@ -95,26 +102,36 @@ def main() -> None:
         "bm25 + dense": lambda t: t["bm25"] + t["dense"],
         "indexpool + dense": lambda t: t["indexpool"] + t["dense"],
     }
-    report = {"questions": len(rows), "passages": len(passages),
-              "groups": {g: sum(group_of(q.evidence[0].doc) == g for q, _, _ in rows)
-                         for g in sorted({group_of(q.evidence[0].doc) for q, _, _ in rows})},
-              "systems": {name: evaluate(f) for name, f in systems.items()}}
+    report = {
+        "questions": len(rows),
+        "passages": len(passages),
+        "groups": {
+            g: sum(group_of(q.evidence[0].doc) == g for q, _, _ in rows)
+            for g in sorted({group_of(q.evidence[0].doc) for q, _, _ in rows})
+        },
+        "systems": {name: evaluate(f) for name, f in systems.items()},
+    }
     grid = {}
     for a, b, c in itertools.product(GRID["a"], GRID["b"], GRID["c"]):
-        grid[(a, b, c)] = evaluate(lambda t, a=a, b=b, c=c: t["match"] + a * t["dense"] + b * t["bm25"]
-                                   + c * t["semantic"])[f"recall@{K}"]
+        grid[(a, b, c)] = evaluate(
+            lambda t, a=a, b=b, c=c: t["match"] + a * t["dense"] + b * t["bm25"] + c * t["semantic"]
+        )[f"recall@{K}"]
     (a, b, c), best = max(grid.items(), key=lambda kv: kv[1])
     report["ceiling"] = {"formula": f"match + {a}·dense + {b}·bm25 + {c}·semantic", f"recall@{K}": best}
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"{report['questions']} questions with evidence, {report['passages']} passages; "
-          f"questions per group: {report['groups']}")
+    print(
+        f"{report['questions']} questions with evidence, {report['passages']} passages; "
+        f"questions per group: {report['groups']}"
+    )
     groups = list(report["groups"])
     print(f"{'system':20s} recall@{K} document@1 in-document@{K}  " + " ".join(f"{g:>9s}" for g in groups))
     for name, m in report["systems"].items():
-        print(f"{name:20s} {m[f'recall@{K}']:8.3f} {m['document@1']:10.3f} {m[f'in-document@{K}']:14.3f}  "
-              + " ".join(f"{m['by_group'].get(g, float('nan')):9.3f}" for g in groups))
+        print(
+            f"{name:20s} {m[f'recall@{K}']:8.3f} {m['document@1']:10.3f} {m[f'in-document@{K}']:14.3f}  "
+            + " ".join(f"{m['by_group'].get(g, float('nan')):9.3f}" for g in groups)
+        )
     print(f"ceiling (weights fitted on these questions): {report['ceiling']['formula']} → {best:.3f}")
 
 
