@@ -19,7 +19,9 @@ from model.evaluation.qa import run_qa
 from model.evaluation.summarize import run_summarize
 from model.evaluation.systems import QA_SYSTEMS, SUMMARIZERS
 
-QA_COLUMNS = ("recall@1", "recall@5", "recall@10", "rougeL", "latency_ms_p50", "latency_ms_p95", "index_s")
+QA_COLUMNS = (
+    "recall@1", "recall@5", "recall@10", "document@1", "rougeL", "latency_ms_p50", "latency_ms_p95", "index_s"
+)
 SUMMARY_COLUMNS = ("rouge1", "rouge2", "rougeL", "rougeLsum", "seconds")
 
 
@@ -51,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``qa``, ``summarize`` and ``niah`` sub-commands to ``parser``."""
     tasks = parser.add_subparsers(dest="task", required=True, metavar="TASK")
 
-    qa = tasks.add_parser("qa", help="evidence recall@1/5/10, answer ROUGE-L and latency per system")
+    qa = tasks.add_parser("qa", help="evidence recall@1/5/10, document@1, answer ROUGE-L and latency per system")
     qa.add_argument("--corpus", type=Path, required=True, help='JSONL of {"id", "text", "title"?}')
     qa.add_argument("--questions", type=Path, required=True,
                     help='JSONL of {"id", "question", "answers": [str], "evidence": [{"doc", "start", "end"}]}')

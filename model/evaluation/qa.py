@@ -1,10 +1,11 @@
-"""``eval qa``: evidence recall@1/5/10, answer ROUGE-L and latency of each QA system on the same corpus.
+"""``eval qa``: evidence recall@1/5/10, document@1, answer ROUGE-L and latency of each QA system on the same corpus.
 
 Inputs (JSONL): documents ``{"id", "text", "title"?}``; questions ``{"id", "question", "answers": [str],
 "evidence": [{"doc", "start", "end"}]}`` with character spans in the document texts. Every system indexes the
 whole corpus (``index_s``), then answers each question with up to 10 citations; the latency is the wall time
-of one ``ask``. Questions without evidence count for ROUGE-L only. A citation of an unknown document or of more
-than ``MAX_CITATION_WORDS`` words stops the run with an error.
+of one ``ask``. ``document@1``: the first citation lies in a document holding gold evidence (over a collection,
+whether the system found the right document at all). Questions without evidence count for ROUGE-L only. A citation
+of an unknown document or of more than ``MAX_CITATION_WORDS`` words stops the run with an error.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def evaluate_system(system: QASystem, documents: Sequence[Document], questions: 
     system.index(documents)
     index_s = time.perf_counter() - started
     texts = {d.id: d.text for d in documents}
-    ranks, rouge_l, latencies = [], [], []
+    ranks, document_hits, rouge_l, latencies = [], [], [], []
     for q in questions:
         started = time.perf_counter()
         response = system.ask(q.question, max(RECALL_AT))
@@ -61,6 +62,7 @@ def evaluate_system(system: QASystem, documents: Sequence[Document], questions: 
         rank = first_hit_rank(cited, q.evidence) if q.evidence else None
         if q.evidence:
             ranks.append(rank)
+            document_hits.append(bool(cited) and cited[0].doc in {e.doc for e in q.evidence})
         score = rouge(response.answer, q.answers, ("rougeL",))["rougeL"] if q.answers else None
         if score is not None:
             rouge_l.append(score)
@@ -69,6 +71,7 @@ def evaluate_system(system: QASystem, documents: Sequence[Document], questions: 
                                  "answer": response.answer,
                                  "citations": [asdict(c) for c in response.citations[:3]]})
     result = {f"recall@{k}": recall_at(ranks, k) for k in RECALL_AT}
+    result["document@1"] = sum(document_hits) / len(document_hits) if document_hits else float("nan")
     result["rougeL"] = sum(rouge_l) / len(rouge_l) if rouge_l else float("nan")
     result |= latency_percentiles(latencies)
     result["index_s"] = index_s

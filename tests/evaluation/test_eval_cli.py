@@ -10,7 +10,7 @@ import pytest
 from app.cli import main
 from model.evaluation.datasets import convert_qmsum, convert_scisumm, write_jsonl
 
-QA_KEYS = {"recall@1", "recall@5", "recall@10", "rougeL", "latency_ms_p50", "latency_ms_p95"}
+QA_KEYS = {"recall@1", "recall@5", "recall@10", "document@1", "rougeL", "latency_ms_p50", "latency_ms_p95"}
 ROUGE_KEYS = {"rouge1", "rouge2", "rougeL", "rougeLsum"}
 
 
@@ -44,7 +44,24 @@ def test_eval_qa_table_without_shared_data(tmp_path: Path, capsys: pytest.Captur
                  "--systems", "bm25"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1 questions (1 with evidence) over 1 documents"
-    assert out[2].split()[:4] == ["bm25", "1.0", "1.0", "1.0"]
+    assert out[2].split()[:5] == ["bm25", "1.0", "1.0", "1.0", "1.0"]
+
+
+def test_eval_qa_document_at_1_counts_the_first_citation_s_document(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    gold = "Cid: Lunch is at noon."
+    decoy = "Ann: The battery battery battery lasts a year.\nBob: Battery life matters."
+    write_jsonl(tmp_path / "docs.jsonl", [{"id": "decoy", "text": decoy}, {"id": "gold", "text": gold}])
+    write_jsonl(tmp_path / "q.jsonl", [
+        {"id": "1", "question": "How long does the battery last?", "answers": ["a year"],
+         "evidence": [{"doc": "gold", "start": 0, "end": len(gold)}]},
+        {"id": "2", "question": "When is lunch?", "answers": ["noon"],
+         "evidence": [{"doc": "gold", "start": 0, "end": len(gold)}]},
+    ])
+    report = _json(capsys, ["eval", "qa", "--corpus", str(tmp_path / "docs.jsonl"), "--questions",
+                            str(tmp_path / "q.jsonl"), "--systems", "bm25", "--json"])
+    assert report["systems"]["bm25"]["document@1"] == 0.5  # the battery question's best passage is the decoy
+    assert report["systems"]["bm25"]["recall@1"] == 0.5
 
 
 def test_eval_summarize_on_scisumm(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
