@@ -351,11 +351,13 @@ class IndexPoolQA(_Encoder):
 
     def scores(self, question: str) -> torch.Tensor:
         """Evidence score of every passage.  → (P,)"""
-        hybrid = self.mode == "hybrid" and self.weights.indexer != 0
-        t = self.components(question, hybrid)
+        return self.combine(self.components(question, self.mode == "hybrid" and self.weights.indexer != 0))
+
+    def combine(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The evidence score from the terms of :meth:`components` (the indexer term when present).  → (P,)"""
         w = self.weights
-        score = w.match * t["match"] + w.semantic * t["semantic"] + w.doc * t["doc"]
-        return score + self.weights.indexer * t["indexer"] if hybrid else score
+        score = w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
+        return score + w.indexer * terms["indexer"] if "indexer" in terms else score
 
     @torch.no_grad()
     def best_sentence(self, ids: torch.Tensor, question: torch.Tensor, passage: int) -> tuple[int, int]:

@@ -31,6 +31,7 @@ import torch
 from model.checkpoint import indexpool_checkpoint
 from model.evaluation.baselines import BM25Index, tokenize
 from model.evaluation.embeddings import MiniLMEncoder
+from model.evaluation.metrics import Span, overlaps
 from model.evaluation.qa import load_documents, load_questions
 from model.system import qa_system
 
@@ -66,12 +67,11 @@ def main() -> None:
 
     rows = []  # per question: gold (P,) bool and each term (P,)
     for q, qv in zip(questions, question_vectors, strict=True):
-        gold = np.array(
-            [any(p.doc == e.doc and min(p.end, e.end) > max(p.start, e.start) for e in q.evidence) for p in passages]
-        )
-        terms = {k: v.numpy() for k, v in qa.components(q.question, indexer=False).items()}
+        gold = np.array([any(overlaps(Span(p.doc, p.start, p.end), e) for e in q.evidence) for p in passages])
+        components = qa.components(q.question, indexer=qa.weights.indexer != 0)
+        terms = {k: v.numpy() for k, v in components.items()}
         terms |= {
-            "indexpool": qa.scores(q.question).numpy(),
+            "indexpool": qa.combine(components).numpy(),
             "bm25": zscore(bm25.scores(tokenize(q.question))),
             "dense": zscore(passage_vectors @ qv),
         }
