@@ -11,12 +11,17 @@ import os
 import sys
 import time
 from dataclasses import asdict
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from app.generators import SPEC_FORMS
-from app.services import GenerationFailed, IngestEvent, Services, UserError
+from app.services import Services, UserError
+from app.services.ask import GenerationFailed
+from app.services.ingest import IngestEvent, IngestSummary
+from app.services.summaries import DEFAULT_BUDGET_WORDS
 from ingest.sources import Limits
+from model.inference.summarizers import SUMMARIZERS
 from storage.db import StorageError
 from storage.library import HOME_ENV
 
@@ -47,11 +52,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     limits = Limits(timeout_s=args.timeout, max_file_bytes=int(args.max_file_mb * 2**20))
     started = time.perf_counter()
     events = []
-    for event in services.ingest([Path(p) for p in args.paths], args.collection, args.password, limits, args.workers):
+    for event in services.ingest.ingest(
+        [Path(p) for p in args.paths], args.collection, args.password, limits, args.workers
+    ):
         events.append(event)
         if not args.json:
             print(_event_line(event), flush=True)
-    summary = services.summarize_events(events, time.perf_counter() - started)
+    summary = IngestSummary.of(events, time.perf_counter() - started)
     if args.json:
         _print_json(
             {
@@ -76,7 +83,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_collections(args: argparse.Namespace) -> int:
-    infos = _services(args).collections()
+    infos = _services(args).library.collections()
     if args.json:
         _print_json([asdict(info) for info in infos])
         return 0
@@ -91,7 +98,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
 
 
 def cmd_documents(args: argparse.Namespace) -> int:
-    documents = _services(args).documents(args.collection)
+    documents = _services(args).library.documents(args.collection)
     rows = [
         {
             "id": d.id,
@@ -122,13 +129,13 @@ def cmd_documents(args: argparse.Namespace) -> int:
 def cmd_remove(args: argparse.Namespace) -> int:
     services = _services(args)
     if args.documents:
-        removed = [{"id": d.id, "source": d.source} for d in services.remove(args.collection, args.documents)]
+        removed = [{"id": d.id, "source": d.source} for d in services.library.remove(args.collection, args.documents)]
         report: dict[str, Any] = {"collection": args.collection, "removed": removed}
     elif args.all:
         report = {
             "collection": args.collection,
             "removed_collection": True,
-            "documents": services.remove_collection(args.collection),
+            "documents": services.library.remove_collection(args.collection),
         }
     else:
         raise UserError("name the documents to remove (id, source or title), or pass --all to remove the collection")
@@ -157,7 +164,7 @@ def _print_answer(answer_json: dict[str, Any]) -> None:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     try:
-        answer = _services(args).ask(
+        answer = _services(args).ask.ask(
             args.collection, args.question, args.top_k, args.reader, args.session, generator=args.generator
         )
     except GenerationFailed as failure:  # the extractive answer stands: print it, then report the failure
@@ -168,10 +175,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_session(args: argparse.Namespace) -> int:
-    services = _services(args)
+    sessions = _services(args).sessions
     action = args.action
     if action == "export":
-        output = services.export_session(args.id, args.format)
+        output = sessions.export(args.id, args.format)
         if args.out:
             Path(args.out).write_text(output + "\n", encoding="utf-8")
             print(f"wrote session {args.id} to {args.out}")
@@ -179,23 +186,23 @@ def cmd_session(args: argparse.Namespace) -> int:
             print(output)
         return 0
     if action == "list":
-        result: Any = [asdict(info) for info in services.list_sessions()]
+        result: Any = [asdict(info) for info in sessions.list()]
     elif action == "new":
-        result = asdict(services.create_session(args.name))
+        result = asdict(sessions.create(args.name))
     elif action == "rename":
-        result = asdict(services.rename_session(args.id, args.name))
+        result = asdict(sessions.rename(args.id, args.name))
     elif action == "delete":
-        services.delete_session(args.id)
+        sessions.delete(args.id)
         result = {"deleted": args.id}
     else:  # show
-        result = {"session": asdict(services.sessions.info(args.id)), "questions": services.session_history(args.id)}
+        result = {"session": asdict(sessions.info(args.id)), "questions": sessions.history(args.id)}
     if args.json:
         _print_json(result)
     elif action == "list":
         for info in result:
             print(f"{info['id']:>5}  {info['name']:<40}  {info['questions']} questions, last used {info['updated_at']}")
     elif action == "show":
-        print(services.export_session(args.id, "md"))
+        print(sessions.export(args.id, "md"))
     elif action == "delete":
         print(f"deleted session {args.id}")
     else:
@@ -218,18 +225,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     services = _services(args)
     report = build_sample(services, progress=print)
-    if services.default_reader() == "indexpool":
-        print("answering with the IndexPool model: the first question encodes the library once (minutes on a small "
-              "CPU); the index is saved, so later questions and `indexpool serve` reuse it")
+    if services.ask.default_reader() == "indexpool":
+        print(
+            "answering with the IndexPool model: the first question encodes the library once (minutes on a small "
+            "CPU); the index is saved, so later questions and `indexpool serve` reuse it"
+        )
     for question in SAMPLE_QUESTIONS:
         print(f"\n=== {question}")
-        _print_answer(services.ask([report["collection"]], question, top_k=3).to_json())
-    print(f"\nlibrary: {services.library.home}\nnext: indexpool serve   (then open http://127.0.0.1:7860)")
+        _print_answer(services.ask.ask([report["collection"]], question, top_k=3).to_json())
+    print(f"\nlibrary: {services.home}\nnext: indexpool serve   (then open http://127.0.0.1:7860)")
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from app.ui import serve
+    from app.ui.app import serve
 
     users = [pair for pairs in args.auth for pair in pairs]
     repeated = sorted({user for user, _ in users if [u for u, _ in users].count(user) > 1})
@@ -260,24 +269,69 @@ def cmd_bench_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _delegate(module_name: str, prog: str):  # noqa: ANN202
-    """A handler passing the remaining arguments to ``module.add_arguments`` / ``module.run`` (imported lazily,
-    so that commands which do not need torch start fast)."""
+def cmd_summarize(args: argparse.Namespace) -> int:
+    """Summarize the inputs, print the ROUGE table (or the JSON report); 1 when any input failed."""
+    from app.batch import BatchSettings, format_table, progress_line, run_batch
+    from app.services.summaries import load_summarizer
+    from storage.library import Library
 
+    settings = BatchSettings(
+        load_summarizer(args.summarizer), args.references, args.budget_words, args.ratio, args.workers
+    )
+    report = run_batch(
+        args.paths,
+        args.out,
+        settings,
+        Library(Path(args.home) if args.home else None),
+        args.markdown,
+        progress_line,
+        lambda n: print(f"resuming: {n} inputs already in {args.out}", file=sys.stderr),
+    )
+    if args.json:
+        _print_json(report)
+    else:
+        print(
+            f"{report['documents']} results in {args.out} ({report['new']} new, {report['resumed']} from an earlier "
+            f"run, {report['errors']} failed) in {report['seconds']:.1f} s\n"
+            f"{format_table(report['rouge'], report['summarizer'])}"
+        )
+    if report["errors"]:
+        print(
+            f"indexpool: error: {report['errors']} of {report['documents']} inputs could not be summarized",
+            file=sys.stderr,
+        )
+    return 1 if report["errors"] else 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from model.bench import indexer  # torch and the key encoders: only for this command
+
+    return _parsed(indexer, "bench", args)
+
+
+def research_commands() -> dict[str, Any]:
+    """The research commands (``train``, ``eval``) the installed package declares under the entry-point group
+    ``indexpool.commands`` (pyproject.toml): the product names no research module, research plugs into it."""
+    return {entry.name: entry for entry in entry_points(group="indexpool.commands")}
+
+
+def _research(name: str):  # noqa: ANN202
     def handler(args: argparse.Namespace) -> int:
-        import importlib
-
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            raise UserError(f"'indexpool {prog}' is not available in this version ({error})") from error
-        parser = argparse.ArgumentParser(prog=f"indexpool {prog}")
-        module.add_arguments(parser)
-        delegated = parser.parse_args(args.rest)
-        delegated.home = args.home
-        return module.run(delegated)
+        entry = research_commands().get(name)
+        if entry is None:
+            raise UserError(f"'indexpool {name}' is not installed (pip install -e . from the checkout declares it)")
+        return _parsed(entry.load(), name, args)
 
     return handler
+
+
+def _parsed(module: Any, prog: str, args: argparse.Namespace) -> int:
+    """Run ``module.run`` on the remaining arguments, parsed by ``module.add_arguments``."""
+    parser = argparse.ArgumentParser(prog=f"indexpool {prog}")
+    module.add_arguments(parser)
+    delegated = parser.parse_args(args.rest)
+    delegated.home = args.home
+    return module.run(delegated)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,18 +427,40 @@ def build_parser() -> argparse.ArgumentParser:
     bench_ingest.add_argument("--texts", nargs="*", default=[], help="folders of .txt (default: shared books)")
     bench_ingest.add_argument("--text-tokens", type=positive_int, default=1_000_000)
     bench_ingest.add_argument("--workers", type=positive_int, default=min(2, os.cpu_count() or 1))
-    for name, module_name, help_text in (
-        ("bench", "model.indexpool.bench", "indexer benchmark: latency, memory and recall per method (see --help)"),
-        ("eval", "model.evaluation.cli", "evaluate qa, summarize or niah against baselines (see --help)"),
-        ("train", "model.train", "train the IndexPool model from a JSON config (see --help)"),
-        (
-            "summarize",
-            "app.summarize",
-            "summarize files, folders and .zip archives into a resumable JSONL with citations and ROUGE (see --help)",
-        ),
+    summarize = command(
+        "summarize", cmd_summarize, "summarize files, folders and .zip archives into a resumable JSONL with ROUGE"
+    )
+    summarize.add_argument("paths", nargs="+", metavar="PATH", type=Path)
+    summarize.add_argument("--out", required=True, type=Path, help="results JSONL (appended to; a rerun resumes)")
+    summarize.add_argument(
+        "--references",
+        type=Path,
+        metavar="DIR",
+        help="reference summaries DIR/<stem>.txt or DIR/<stem>.abstract.txt (before abstracts)",
+    )
+    summarize.add_argument("--workers", type=positive_int, default=min(2, os.cpu_count() or 1), help="parsers")
+    summarize.add_argument(
+        "--summarizer", choices=SUMMARIZERS, default="indexpool", help="indexpool (the model) or lead, lexrank"
+    )
+    budget = summarize.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--budget-words",
+        type=positive_int,
+        help=f"summary length (default: the reference's, else {DEFAULT_BUDGET_WORDS}); whole sentences",
+    )
+    budget.add_argument("--ratio", type=ratio, help="summary length as a fraction of the body's words")
+    summarize.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown report")
+
+    bench = commands.add_parser(
+        "bench", help="indexer benchmark: latency, memory and recall per method (see --help)", add_help=False
+    )
+    bench.set_defaults(handler=cmd_bench, delegated=True)
+    for name, help_text in (
+        ("eval", "evaluate qa, summarize or niah against baselines (see --help)"),
+        ("train", "train the IndexPool model from a JSON config (see --help)"),
     ):
-        delegated = commands.add_parser(name, help=help_text, add_help=False)
-        delegated.set_defaults(handler=_delegate(module_name, name), delegated=True)
+        research = commands.add_parser(name, help=help_text, add_help=False)
+        research.set_defaults(handler=_research(name), delegated=True)
     return parser
 
 
@@ -404,6 +480,13 @@ def auth_pairs(value: str) -> list[tuple[str, str]]:
             raise argparse.ArgumentTypeError(f"expected USER:PASSWORD, got {item!r}")
         pairs.append((user.strip(), password))
     return pairs
+
+
+def ratio(value: str) -> float:
+    number = float(value)
+    if not 0 < number <= 1:
+        raise argparse.ArgumentTypeError(f"expected a ratio in (0, 1], got {value}")
+    return number
 
 
 def positive_float(value: str) -> float:

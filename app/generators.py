@@ -25,7 +25,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from model.reader import Citation
+
+class Citation(Protocol):
+    """What a generator reads of a citation."""
+
+    title: str
+    page: int | None
+    text: str
+
 
 OFF = ("", "off")  # specs that mean "no generator"
 SPEC_FORMS = "'hf:/path/to/model-folder' or 'openai:http://127.0.0.1:PORT[/v1][?model=NAME]' ('' or 'off': none)"

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.services import Services
+from app.services.ingest import IngestSummary
 from ingest.stdlib_docs import STDLIB_COLLECTION, write_stdlib_corpus
 
 
@@ -16,7 +17,7 @@ def build_sample(
     """Write the stdlib corpus (once) under the library folder and ingest it as ``python-stdlib``."""
     say = progress or (lambda _message: None)
     started = time.perf_counter()
-    corpus_dir = services.library.home / "sample" / ("stdlib" if limit is None else f"stdlib-{limit}")
+    corpus_dir = services.home / "sample" / ("stdlib" if limit is None else f"stdlib-{limit}")
     marker = corpus_dir / ".complete"
     if not marker.exists():
         say(f"writing the Python standard library documentation to {corpus_dir} ...")
@@ -29,12 +30,12 @@ def build_sample(
         marker.touch()
     say(f"ingesting {corpus_dir} into collection '{STDLIB_COLLECTION}' ...")
     events = []
-    for event in services.ingest([corpus_dir], STDLIB_COLLECTION):
+    for event in services.ingest.ingest([corpus_dir], STDLIB_COLLECTION):
         events.append(event)
         if event.status == "error" or event.index == event.total or event.index % 100 == 0:
             say(f"  [{event.index}/{event.total}] {event.source}: {event.status} {event.message}".rstrip())
-    summary = services.summarize_events(events, time.perf_counter() - started)
-    info = next(c for c in services.collections() if c.name == STDLIB_COLLECTION)
+    summary = IngestSummary.of(events, time.perf_counter() - started)
+    info = next(c for c in services.library.collections() if c.name == STDLIB_COLLECTION)
     say(
         f"sample library '{STDLIB_COLLECTION}': {info.documents} documents, {info.tokens:,} tokens, "
         f"{info.sentences:,} sentences ({summary.seconds:.0f} s)"

@@ -9,10 +9,20 @@ from collections import Counter
 
 from ingest.segment import heading_title
 
-_LIGATURES = str.maketrans({
-    "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
-    "\ufb06": "st", "\u0132": "IJ", "\u0133": "ij", "\u00ad": "",
-})
+_LIGATURES = str.maketrans(
+    {
+        "\ufb00": "ff",
+        "\ufb01": "fi",
+        "\ufb02": "fl",
+        "\ufb03": "ffi",
+        "\ufb04": "ffl",
+        "\ufb05": "st",
+        "\ufb06": "st",
+        "\u0132": "IJ",
+        "\u0133": "ij",
+        "\u00ad": "",
+    }
+)
 _NEWLINES = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 # Controls, zero-width characters, and lone surrogates (from JSON escapes or broken PDF fonts; not storable as UTF-8).
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\ufffe\uffff\ud800-\udfff]")
@@ -22,11 +32,21 @@ _TRAILING_SPACES = re.compile(r" +$", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n{3,}")
 # PDF fonts often draw accents as separate spacing characters before the letter: "F¨arber" → "Färber".
 _SPACING_ACCENT = re.compile("([\u00a8\u00b4\u02dc\u02c6\u02c7\u02da\u02d8])([A-Za-z])")
-_COMBINING = {"\u00a8": "\u0308", "\u00b4": "\u0301", "\u02dc": "\u0303", "\u02c6": "\u0302", "\u02c7": "\u030c",
-              "\u02da": "\u030a", "\u02d8": "\u0306"}
+_COMBINING = {
+    "\u00a8": "\u0308",
+    "\u00b4": "\u0301",
+    "\u02dc": "\u0303",
+    "\u02c6": "\u0302",
+    "\u02c7": "\u030c",
+    "\u02da": "\u030a",
+    "\u02d8": "\u0306",
+}
 _DIGITS = re.compile(r"\d+")
-_PAGE_NUMBER = re.compile(r"(?:page\s+)?[-\u2013\u2014(\[]?\s*(?:\d{1,4}|(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3}))"
-                          r"\s*[-\u2013\u2014)\]]?(?:\s*(?:of|/)\s*\d{1,4})?", re.IGNORECASE)
+_PAGE_NUMBER = re.compile(
+    r"(?:page\s+)?[-\u2013\u2014(\[]?\s*(?:\d{1,4}|(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3}))"
+    r"\s*[-\u2013\u2014)\]]?(?:\s*(?:of|/)\s*\d{1,4})?",
+    re.IGNORECASE,
+)
 _BULLET = re.compile(r"[\u2022\u25e6\u25aa\u2023\u25cf\u25a0\u2013*-]\s")
 _SENTENCE_END = re.compile(r"[.!?:][\"'\u201d\u2019)\]]*$")
 _HYPHENATED = re.compile(r"(\S*\w)-$")

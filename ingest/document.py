@@ -1,6 +1,6 @@
 """The shapes ingestion hands to the library store.
 
-Every span (pages, sections, sentences, tokens) is a half-open character range ``[start, end)`` into
+Every span (pages, sections, sentences) is a half-open character range ``[start, end)`` into
 ``ParsedDocument.text``, the cleaned text extracted from the source. A citation is therefore always
 ``text[start:end]`` of its document, which is what the library stores and what the UI quotes.
 """
@@ -8,8 +8,6 @@ Every span (pages, sections, sentences, tokens) is a half-open character range `
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
 
 
 class IngestError(Exception):
@@ -47,8 +45,6 @@ class Sentence:
     page: int | None  # 1-based page number, None for sources without pages
     section: int | None  # index into ParsedDocument.sections
     paragraph: int  # running paragraph index within the document
-    token_start: int = 0  # first token whose span starts inside the sentence
-    token_end: int = 0  # one past the last such token
 
 
 @dataclass
@@ -62,10 +58,6 @@ class ParsedDocument:
     sections: list[Section] = field(default_factory=list)
     sentences: list[Sentence] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    # Tokens: ids and the character span of each token in ``text`` (int32 arrays of equal length).
-    token_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    token_starts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    token_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
     @property
     def needs_ocr_pages(self) -> list[int]:

@@ -15,8 +15,10 @@ from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, P
 
 from ingest.document import IngestError
 
-_JUNK_TITLE = re.compile(r"(?i)^(?:untitled\b|microsoft (?:word|powerpoint)|document\d*$|title$|slide \d)"
-                         r"|\.(?:docx?|pdf|tex|dvi|indd|qxd|rtf|odt|pptx?)$")
+_JUNK_TITLE = re.compile(
+    r"(?i)^(?:untitled\b|microsoft (?:word|powerpoint)|document\d*$|title$|slide \d)"
+    r"|\.(?:docx?|pdf|tex|dvi|indd|qxd|rtf|odt|pptx?)$"
+)
 
 
 @dataclass
@@ -71,8 +73,7 @@ def read_pdf(data: bytes, source: str, password: str | None = None) -> PdfText:
             raise IngestError(source, f"{damaged}: {_describe(error, with_type=True)}") from error
     if problems:
         more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
-        result.warnings.append(f"the PDF is damaged, text may be incomplete (pypdf: {_shorten(problems[0], 80)}"
-                               f"{more})")
+        result.warnings.append(f"the PDF is damaged, text may be incomplete (pypdf: {_shorten(problems[0], 80)}{more})")
     return result
 
 

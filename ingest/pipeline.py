@@ -1,4 +1,4 @@
-"""Parse input items into documents: format readers, cleaning, segmentation and tokenization.
+"""Parse input items into documents: format readers, cleaning and segmentation.
 
 ``parse_items_isolated`` runs the items in worker processes with a time and a memory cap, so a damaged file can
 neither hang nor crash the caller; ``parse_item`` is the same work in the calling process.
@@ -18,8 +18,6 @@ from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection, wait
 from pathlib import Path, PurePath
 
-import numpy as np
-
 from ingest.clean import clean_pdf_pages, normalize_text
 from ingest.document import IngestError, Page, ParsedDocument, Section, Sentence
 from ingest.htmltext import html_blocks
@@ -28,7 +26,6 @@ from ingest.pdf import page_ranges, read_pdf
 from ingest.segment import section_name, segment
 from ingest.sources import InputItem, Limits, size_text
 from ingest.textfile import decode_text
-from model.tokenizer import load_tokenizer
 
 OUT_OF_MEMORY = "ran out of memory"
 _TITLE_CHARS = 200
@@ -154,10 +151,8 @@ def _parse_paper_xml(source: str, data: bytes, content_hash: str) -> ParsedDocum
         sections.append(Section(block.title, block.kind, start, end))
         parts.append(block_text)
     text = _PARAGRAPH_BREAK.join(parts)
-    return _with_tokens(
-        ParsedDocument(
-            source, _clip(title or _stem(source)), "xml", content_hash, text, sections=sections, sentences=sentences
-        )
+    return ParsedDocument(
+        source, _clip(title or _stem(source)), "xml", content_hash, text, sections=sections, sentences=sentences
     )
 
 
@@ -206,37 +201,20 @@ def _document(
     heading_spans: list[tuple[int, int]] | None = None,
     warnings: list[str] | None = None,
 ) -> ParsedDocument:
-    """Segment and tokenize cleaned ``text`` into a ParsedDocument."""
+    """Segment cleaned ``text`` into a ParsedDocument."""
     page_starts = [page.start for page in pages] if pages else None
     seg = segment(text, markdown=markdown, heading_spans=heading_spans, page_starts=page_starts)
-    return _with_tokens(
-        ParsedDocument(
-            source=source,
-            title=_clip(title),
-            kind=kind,
-            content_hash=content_hash,
-            text=text,
-            pages=pages or [],
-            sections=seg.sections,
-            sentences=seg.sentences,
-            warnings=list(warnings or []),
-        )
+    return ParsedDocument(
+        source=source,
+        title=_clip(title),
+        kind=kind,
+        content_hash=content_hash,
+        text=text,
+        pages=pages or [],
+        sections=seg.sections,
+        sentences=seg.sentences,
+        warnings=list(warnings or []),
     )
-
-
-def _with_tokens(document: ParsedDocument) -> ParsedDocument:
-    """``document`` with its text tokenized and each sentence's token range set."""
-    ids, starts, ends = load_tokenizer().encode_offsets(document.text)
-    if document.sentences:
-        bounds = np.array([(s.start, s.end) for s in document.sentences], dtype=np.int64)
-        first = np.searchsorted(starts, bounds[:, 0], side="left").tolist()
-        last = np.searchsorted(starts, bounds[:, 1], side="left").tolist()
-        for sentence, token_start, token_end in zip(document.sentences, first, last, strict=True):
-            sentence.token_start, sentence.token_end = token_start, token_end
-    document.token_ids = ids.astype(np.int32, copy=False)
-    document.token_starts = starts.astype(np.int32, copy=False)
-    document.token_ends = ends.astype(np.int32, copy=False)
-    return document
 
 
 def _first_line(text: str) -> str:

@@ -17,32 +17,160 @@ from ingest.document import Section, Sentence
 MAX_SENTENCE_CHARS = 1000
 
 _KNOWN_HEADINGS = {
-    "abstract", "introduction", "background", "related work", "related works", "prior work", "method",
-    "methods", "methodology", "approach", "experiments", "experimental setup", "results", "discussion",
-    "conclusion", "conclusions",
-    "conclusion and future work", "conclusions and future work", "future work", "limitations", "references",
-    "bibliography", "acknowledgments", "acknowledgements", "acknowledgment", "acknowledgement", "appendix",
-    "appendices", "ethics statement", "ethical considerations", "broader impact", "keywords", "summary",
-    "literature cited", "works cited", "supplementary material",
+    "abstract",
+    "introduction",
+    "background",
+    "related work",
+    "related works",
+    "prior work",
+    "method",
+    "methods",
+    "methodology",
+    "approach",
+    "experiments",
+    "experimental setup",
+    "results",
+    "discussion",
+    "conclusion",
+    "conclusions",
+    "conclusion and future work",
+    "conclusions and future work",
+    "future work",
+    "limitations",
+    "references",
+    "bibliography",
+    "acknowledgments",
+    "acknowledgements",
+    "acknowledgment",
+    "acknowledgement",
+    "appendix",
+    "appendices",
+    "ethics statement",
+    "ethical considerations",
+    "broader impact",
+    "keywords",
+    "summary",
+    "literature cited",
+    "works cited",
+    "supplementary material",
 }
 # A line ending in one of these words runs on: "1 The model is trained with" is a wrapped sentence, not a heading.
-_CONTINUATIONS = {"a", "an", "the", "of", "and", "or", "to", "in", "on", "for", "with", "by", "at", "from", "that",
-                  "is", "are", "was", "were", "as", "we"}
+_CONTINUATIONS = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "and",
+    "or",
+    "to",
+    "in",
+    "on",
+    "for",
+    "with",
+    "by",
+    "at",
+    "from",
+    "that",
+    "is",
+    "are",
+    "was",
+    "were",
+    "as",
+    "we",
+}
 _REFERENCES = {"references", "bibliography", "reference", "literature cited", "works cited"}
 _NUMBERING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.|[A-H]\.\d{1,2}(?:\.\d{1,2})*\.?)\s+")
 _NUMBERED = re.compile(_NUMBERING.pattern + r"[A-Z][^\n]{0,90}$")
 _MARKDOWN = re.compile(r"^#{1,6}\s+(.*?)[\s#]*$")
-_INLINE = re.compile(r"(?:(abstract|keywords|key words|index terms|ccs concepts|additional key words and phrases)"
-                     r"\s*[.:\u2014\u2013-]\s*(?=\S)|(ABSTRACT)\s+(?=[A-Z]))", re.IGNORECASE)
+_INLINE = re.compile(
+    r"(?:(abstract|keywords|key words|index terms|ccs concepts|additional key words and phrases)"
+    r"\s*[.:\u2014\u2013-]\s*(?=\S)|(ABSTRACT)\s+(?=[A-Z]))",
+    re.IGNORECASE,
+)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
-_BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
-                       r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)")
+# A sentence ends at . ! ? … before a capital or digit, at a line break before a list item, or at a line break
+# before a speaker label ("Project Manager: ...", a transcript's next turn).
+_BOUNDARY = re.compile(
+    r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
+    r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)"
+    r"|\n(?=[ \t]*[A-Z][\w'\u2019.-]*(?:[ \t][A-Z0-9][\w'\u2019.-]*){0,3}:[ \t])"
+)
 _ABBREVIATIONS = {
-    "e.g", "i.e", "E.g", "I.e", "al", "cf", "Cf", "vs", "viz", "resp", "approx", "Fig", "Figs", "fig",
-    "figs", "Eq", "Eqs", "eq", "eqs", "Tab", "Sec", "Sect", "Secs", "Ch", "Chap", "Ref", "Refs", "No", "Nos",
-    "Vol", "vol", "pp", "p", "ed", "eds", "Ed", "Eds", "Dr", "Mr", "Mrs", "Ms", "Prof", "Jr", "Sr", "St", "Inc",
-    "Ltd", "Co", "Corp", "Dept", "Univ", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct",
-    "Nov", "Dec", "Ph.D", "w.r.t", "a.k.a", "U.S", "U.K", "ca", "Nr", "Thm", "Lem", "Def", "Prop", "Alg",
+    "e.g",
+    "i.e",
+    "E.g",
+    "I.e",
+    "al",
+    "cf",
+    "Cf",
+    "vs",
+    "viz",
+    "resp",
+    "approx",
+    "Fig",
+    "Figs",
+    "fig",
+    "figs",
+    "Eq",
+    "Eqs",
+    "eq",
+    "eqs",
+    "Tab",
+    "Sec",
+    "Sect",
+    "Secs",
+    "Ch",
+    "Chap",
+    "Ref",
+    "Refs",
+    "No",
+    "Nos",
+    "Vol",
+    "vol",
+    "pp",
+    "p",
+    "ed",
+    "eds",
+    "Ed",
+    "Eds",
+    "Dr",
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Prof",
+    "Jr",
+    "Sr",
+    "St",
+    "Inc",
+    "Ltd",
+    "Co",
+    "Corp",
+    "Dept",
+    "Univ",
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Sept",
+    "Oct",
+    "Nov",
+    "Dec",
+    "Ph.D",
+    "w.r.t",
+    "a.k.a",
+    "U.S",
+    "U.K",
+    "ca",
+    "Nr",
+    "Thm",
+    "Lem",
+    "Def",
+    "Prop",
+    "Alg",
 }
 _LAST_WORD = re.compile(r"\S+$")
 _INITIALS = re.compile(r"[A-Za-z]|(?:[A-Za-z]\.)+[A-Za-z]")
@@ -70,8 +198,13 @@ def heading_title(line: str, markdown: bool = False) -> str | None:
         return line
     letters = sum(ch.isalpha() for ch in line)
     # ALL CAPS needs two words: a single one is more often an acronym in a table ("BERT") than a heading.
-    if letters >= 4 and line.upper() == line and letters >= 0.6 * len(line.replace(" ", "")) and \
-            2 <= len(words) <= 10 and any(ch.isalpha() for ch in words[-1]):
+    if (
+        letters >= 4
+        and line.upper() == line
+        and letters >= 0.6 * len(line.replace(" ", ""))
+        and 2 <= len(words) <= 10
+        and any(ch.isalpha() for ch in words[-1])
+    ):
         return line
     return None
 
@@ -88,8 +221,12 @@ def section_kind(title: str) -> str:
     return "references" if name in _REFERENCES else "body"
 
 
-def segment(text: str, markdown: bool = False, heading_spans: list[tuple[int, int]] | None = None,
-            page_starts: list[int] | None = None) -> Segmentation:
+def segment(
+    text: str,
+    markdown: bool = False,
+    heading_spans: list[tuple[int, int]] | None = None,
+    page_starts: list[int] | None = None,
+) -> Segmentation:
     """Split ``text`` into sections and sentences; sentences get page numbers from ``page_starts`` (1-based)."""
     known_headings = {start for start, _ in heading_spans or ()}
     heads: list[tuple[int, str]] = []  # (start, title) of each section
@@ -99,7 +236,7 @@ def segment(text: str, markdown: bool = False, heading_spans: list[tuple[int, in
     for start, end in _paragraphs(text):
         body = start
         line_end = text.find("\n", start, end)
-        first_line = text[start:end if line_end < 0 else line_end].strip()
+        first_line = text[start : end if line_end < 0 else line_end].strip()
         title = first_line if start in known_headings else None
         if title is None and heading_spans is None:
             title = heading_title(first_line, markdown)

@@ -14,8 +14,16 @@ from pathlib import Path, PurePosixPath
 
 from ingest.document import IngestError
 
-KINDS = {".pdf": "pdf", ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html",
-         ".jsonl": "jsonl", ".xml": "xml"}
+KINDS = {
+    ".pdf": "pdf",
+    ".txt": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".html": "html",
+    ".htm": "html",
+    ".jsonl": "jsonl",
+    ".xml": "xml",
+}
 ARCHIVE_SUFFIXES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".jar"}
 SUPPORTED = ", ".join([*KINDS, ".zip"])
 # Compression ratios are only meaningful for large members: a few KB of repeated text can compress 200:1.
@@ -99,8 +107,9 @@ def _archive(path: Path, limits: Limits) -> Iterator[InputItem | IngestError]:
         with zipfile.ZipFile(path) as zf:
             members = [info for info in zf.infolist() if not info.is_dir() and not _hidden(info.filename)]
             if len(members) > limits.max_archive_members:
-                yield IngestError(archive, f"archive has {len(members)} files, over the cap of "
-                                           f"{limits.max_archive_members}")
+                yield IngestError(
+                    archive, f"archive has {len(members)} files, over the cap of {limits.max_archive_members}"
+                )
                 return
             budget = limits.max_archive_total_bytes
             for info in members:
@@ -114,8 +123,9 @@ def _archive(path: Path, limits: Limits) -> Iterator[InputItem | IngestError]:
         yield IngestError(archive, f"corrupt zip archive: {error}")
 
 
-def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str, limits: Limits,
-            budget: int) -> InputItem | IngestError:
+def _member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str, limits: Limits, budget: int
+) -> InputItem | IngestError:
     name = info.filename
     source = f"{archive}!{name}"
     parts = name.replace("\\", "/").split("/")
@@ -132,13 +142,18 @@ def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str, limits: Li
         return IngestError(source, "empty file")
     declared_ratio = info.file_size / max(info.compress_size, 1)
     if info.file_size >= _RATIO_MIN_BYTES and declared_ratio > limits.max_compression_ratio:
-        return IngestError(source, f"zip bomb: compression ratio {declared_ratio:.0f}:1 is over the cap of "
-                                   f"{limits.max_compression_ratio:g}:1")
+        return IngestError(
+            source,
+            f"zip bomb: compression ratio {declared_ratio:.0f}:1 is over the cap of {limits.max_compression_ratio:g}:1",
+        )
     if info.file_size > limits.max_file_bytes:
         return IngestError(source, _over_cap(info.file_size, limits.max_file_bytes))
     if info.file_size > budget:
-        return IngestError(source, "zip bomb: the archive expands to more than "
-                                   f"{size_text(limits.max_archive_total_bytes)} (cap); stopped here")
+        return IngestError(
+            source,
+            "zip bomb: the archive expands to more than "
+            f"{size_text(limits.max_archive_total_bytes)} (cap); stopped here",
+        )
     # Declared sizes can lie: read in chunks and stop at the first cap the real bytes cross.
     cap = min(limits.max_file_bytes, budget)
     if info.compress_size:
@@ -150,8 +165,10 @@ def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str, limits: Li
             while chunk := handle.read(_CHUNK):
                 total += len(chunk)
                 if total > cap:
-                    return IngestError(source, f"zip bomb: expands beyond {size_text(cap)} although it declares "
-                                               f"{size_text(info.file_size)}")
+                    return IngestError(
+                        source,
+                        f"zip bomb: expands beyond {size_text(cap)} although it declares {size_text(info.file_size)}",
+                    )
                 chunks.append(chunk)
     except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, zlib.error) as error:
         return IngestError(source, f"corrupt archive member: {error}")
@@ -159,8 +176,7 @@ def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str, limits: Li
 
 
 def _hidden(name: str) -> bool:
-    return any(part.startswith(".") and part not in (".", "..") or part == "__MACOSX"
-               for part in name.split("/"))
+    return any(part.startswith(".") and part not in (".", "..") or part == "__MACOSX" for part in name.split("/"))
 
 
 def _unsupported(suffix: str) -> str:

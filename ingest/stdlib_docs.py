@@ -25,9 +25,7 @@ STDLIB_COLLECTION = "python-stdlib"
 
 # Imports that open a browser or windows, print, or need a GUI toolkit; ensurepip (an installer) and
 # pydoc_data (pydoc's own data, rendered as a truncated dict) hold no documentation worth reading.
-_EXCLUDED = frozenset(
-    {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "ensurepip", "pydoc_data"}
-)
+_EXCLUDED = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "ensurepip", "pydoc_data"})
 _TEST_PARTS = frozenset({"test", "tests", "idle_test"})
 # Workers see no user environment (nothing of it can reach the docs, e.g. ``os.environ``) and hash strings
 # with a fixed seed, so sets render in the same order on every run.

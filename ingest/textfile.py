@@ -7,8 +7,11 @@ import codecs
 from ingest.document import IngestError
 
 _BOMS = [
-    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
 ]
 # Bytes that never occur in text: C0 controls other than tab, newlines, form feed and escape.
 _BINARY_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x1b")

@@ -1,7 +1,7 @@
 """Sentencepiece tokenization with exact round trips and character spans for every token.
 
-The model (trained by :mod:`model.train_tokenizer`) neither normalizes nor adds a dummy prefix, and falls back
-to UTF-8 byte pieces, so the bytes of the pieces, read with the space marker ``▁`` as a space, are exactly
+The model (trained by :mod:`model.research.training.train_tokenizer`) neither normalizes nor adds a dummy prefix, and
+falls back to UTF-8 byte pieces, so the bytes of the pieces, read with the space marker ``▁`` as a space, are exactly
 the UTF-8 bytes of the input. Two kinds of characters would break that and are passed as byte pieces
 directly: ``▁`` (U+2581) itself, which the model could not tell from a space, and lone surrogates, which
 are not UTF-8 (they travel as their 'surrogatepass' bytes). Spans are computed from the pieces' byte lengths,
@@ -73,6 +73,17 @@ class Tokenizer:
                     k += 1
             result.append(np.concatenate(pieces) if len(pieces) > 1 else pieces[0])
         return result
+
+    def count(self, text: str, piece_chars: int = 1 << 20) -> int:
+        """Tokens of ``text``, encoded in pieces of about ``piece_chars`` characters cut at line breaks (so memory
+        follows the piece, not the text; a cut can differ from one pass by a token)."""
+        total, start = 0, 0
+        while start < len(text):
+            end = len(text) if len(text) - start <= piece_chars else text.rfind("\n", start, start + piece_chars) + 1
+            end = end if end > start else start + piece_chars
+            total += len(self.encode(text[start:end]))
+            start = end
+        return total
 
     def encode_offsets(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(ids, starts, ends)``: token i is ``text[starts[i]:ends[i]]``; the spans tile ``text``."""

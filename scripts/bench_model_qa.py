@@ -20,14 +20,33 @@ from pathlib import Path
 
 from app.services import Services
 
-BOOKS = ["melville-moby_dick", "austen-emma", "austen-persuasion", "austen-sense", "carroll-alice",
-         "chesterton-thursday", "chesterton-ball", "chesterton-brown", "shakespeare-hamlet", "shakespeare-macbeth",
-         "shakespeare-caesar", "edgeworth-parents", "bryant-stories"]
-QUESTIONS = ["Who is the captain of the Pequod?", "What did Emma think of Mr. Elton?",
-             "Where does Alice meet the Cheshire Cat?", "Why does Hamlet delay his revenge?",
-             "What happens at the ball in Persuasion?", "Who wrote the letter to Elinor?",
-             "What did the witches tell Macbeth?", "How does Brutus justify killing Caesar?",
-             "What is the white whale called?", "What did Sunday reveal at the end?"]
+BOOKS = [
+    "melville-moby_dick",
+    "austen-emma",
+    "austen-persuasion",
+    "austen-sense",
+    "carroll-alice",
+    "chesterton-thursday",
+    "chesterton-ball",
+    "chesterton-brown",
+    "shakespeare-hamlet",
+    "shakespeare-macbeth",
+    "shakespeare-caesar",
+    "edgeworth-parents",
+    "bryant-stories",
+]
+QUESTIONS = [
+    "Who is the captain of the Pequod?",
+    "What did Emma think of Mr. Elton?",
+    "Where does Alice meet the Cheshire Cat?",
+    "Why does Hamlet delay his revenge?",
+    "What happens at the ball in Persuasion?",
+    "Who wrote the letter to Elinor?",
+    "What did the witches tell Macbeth?",
+    "How does Brutus justify killing Caesar?",
+    "What is the white whale called?",
+    "What did Sunday reveal at the end?",
+]
 
 
 def peak_rss_mb() -> float:
@@ -47,8 +66,10 @@ def build(home: Path, data: Path) -> None:
     print(f"ingested {len(events)} files, {tokens:,} tokens in {ingest_s:.1f} s")
     started = time.perf_counter()
     answer = services.ask(["books"], QUESTIONS[0], reader="indexpool")
-    print(f"first ask (encodes the collection, saves its index): {time.perf_counter() - started:.1f} s, "
-          f"timings {answer.timings_ms}, peak RSS {peak_rss_mb():.0f} MB")
+    print(
+        f"first ask (encodes the collection, saves its index): {time.perf_counter() - started:.1f} s, "
+        f"timings {answer.timings_ms}, peak RSS {peak_rss_mb():.0f} MB"
+    )
 
 
 def ask(home: Path) -> None:
@@ -58,9 +79,11 @@ def ask(home: Path) -> None:
         started = time.perf_counter()
         services.ask(["books"], QUESTIONS[i % len(QUESTIONS)], reader="indexpool")
         latencies.append((time.perf_counter() - started) * 1000)
-    print(f"first ask (loads the model and the index) {latencies[0]:.0f} ms; the other 20: "
-          f"p50 {statistics.median(latencies[1:]):.1f} ms, max {max(latencies[1:]):.1f} ms; "
-          f"peak RSS {peak_rss_mb():.0f} MB")
+    print(
+        f"first ask (loads the model and the index) {latencies[0]:.0f} ms; the other 20: "
+        f"p50 {statistics.median(latencies[1:]):.1f} ms, max {max(latencies[1:]):.1f} ms; "
+        f"peak RSS {peak_rss_mb():.0f} MB"
+    )
 
 
 def main() -> int:

@@ -1,16 +1,17 @@
-"""Fit the IndexPool summarizer's summary policy (:mod:`model.summary_policy`) on ScisummNet training papers.
+"""Fit the IndexPool summarizer's summary policy (:mod:`model.inference.summary_policy`) on ScisummNet training papers.
 
 ``.venv/bin/python scripts/fit_summary_policy.py [--data ../shared/data] [--checkpoint model/assets/indexpool.pt]``
 writes ``summary_policy.json`` beside the checkpoint (``--dry-run``: print only).
 
 Papers: the ScisummNet papers that have an abstract, are not listed in ``scisumm/ids_ge5000w.txt`` (the dev
 papers: never read here) and have at least 1000 body words, in folder-name order: the order in which training
-reads them (``model.train.load_corpus``). The first ``salience_papers`` of them (from the checkpoint's train
-config: 200) trained the salience head, so its scores there are optimistic: they are skipped. The next 300 are the
-fitting split, the next 200 the confirming split, the remaining ones (77) a spare check; the last two were never
-read by training. Each paper is built exactly as the dev JSONL (``model.evaluation.datasets.scisumm_paper``:
-abstract stripped from the body, reference = the abstract) and summarized at the abstract's length, cut to it
-and scored as ``indexpool eval summarize`` does.
+reads them (``model.research.training.train.load_corpus``). The first ``salience_papers`` of them (from the
+checkpoint's train config: 200) trained the salience head, so its scores there are optimistic: they are skipped.
+The next 300 are the fitting split, the next 200 the confirming split, the remaining ones (77) a spare check; the
+last two were never read by training. Each paper is built exactly as the dev JSONL
+(``model.research.evaluation.datasets.scisumm_paper``: abstract stripped from the body, reference = the abstract),
+split into sentences as the library splits them, and summarized at the abstract's length, cut to it and scored as
+``indexpool eval summarize`` does.
 
 The policy's weights (centrality, first section, digits), its redundancy threshold and minimum sentence length
 are chosen by grid search for the best mean ROUGE-L (sentence-level LCS, stemmed, as rouge-score computes it) on
@@ -44,18 +45,23 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from model.evaluation.baselines import Lead, LexRank, fit_budget  # noqa: E402
-from model.evaluation.datasets import scisumm_paper  # noqa: E402
-from model.evaluation.metrics import ROUGE_TYPES, _scorer, rouge  # noqa: E402
-from model.summary_policy import (  # noqa: E402
+from model.inference.passages import DocumentText  # noqa: E402
+from model.inference.rouge import scorer  # noqa: E402
+from model.inference.summarizers import IndexPoolSummarizer, Lead, LexRank  # noqa: E402
+from model.inference.summary_policy import (  # noqa: E402
     POLICY_FILE,
     SummaryPolicy,
     combined_scores,
     select,
     sentence_features,
 )
+from model.network.checkpoint import load_checkpoint, load_model  # noqa: E402
+from model.research.evaluation.baselines import fit_budget  # noqa: E402
+from model.research.evaluation.datasets import scisumm_paper  # noqa: E402
+from model.research.evaluation.metrics import ROUGE_TYPES, rouge  # noqa: E402
+from model.research.evaluation.passages import document_text  # noqa: E402
 
-MIN_BODY_WORDS = 1000  # as model.train.load_corpus
+MIN_BODY_WORDS = 1000  # as model.research.training.train.load_corpus
 SPLITS = {"fit": 300, "confirm": 200, "spare": None}  # consecutive papers after the salience-trained ones
 GRID = {
     "centrality": (0.0, 0.25, 0.5, 0.75, 1.0),
@@ -69,9 +75,8 @@ GRID = {
 @dataclass
 class Paper:
     id: str
-    text: str
+    document: DocumentText
     reference: str
-    spans: list[tuple[int, int]]
     salience: np.ndarray  # (S,) the model's salience logits
     emb: np.ndarray  # (S, e) unit sentence embeddings
     features: dict[str, np.ndarray]
@@ -96,17 +101,15 @@ def training_papers(data: Path, skip: int) -> list[dict]:
 
 
 def encode(checkpoint: Path, rows: Sequence[dict], cache: Path) -> list[tuple]:
-    """(spans, salience logits, embeddings) of each paper, cached per checkpoint weights and paper text."""
-    from model.system import summarizer
-
-    model = summarizer(checkpoint)
-    path = cache / f"{model.net.cfg.weights_id}.pkl"
+    """(salience logits, embeddings) of each paper's sentences, cached per checkpoint weights and paper text."""
+    model = IndexPoolSummarizer(load_model(checkpoint))
+    path = cache / f"{model.model.weights_id}-library-sentences.pkl"
     stored: dict[str, tuple] = pickle.loads(path.read_bytes()) if path.is_file() else {}
     keys = [f"{r['id']}/{hashlib.sha256(r['text'].encode()).hexdigest()[:16]}" for r in rows]
     started, missing = time.perf_counter(), [(k, r) for k, r in zip(keys, rows, strict=True) if k not in stored]
     for n, (key, row) in enumerate(missing, 1):
-        spans, salience, emb = model.sentence_scores(row["text"])
-        stored[key] = (spans, salience.astype(np.float32), emb.astype(np.float32))
+        salience, emb = model.sentence_scores(document_text(row["id"], row["text"]))
+        stored[key] = (salience.astype(np.float32), emb.astype(np.float32))
         if n % 50 == 0 or n == len(missing):
             print(f"encoded {n}/{len(missing)} papers in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     if missing:
@@ -116,21 +119,20 @@ def encode(checkpoint: Path, rows: Sequence[dict], cache: Path) -> list[tuple]:
 
 
 def rouge_tokens(text: str) -> list[str]:
-    return _scorer(("rougeL",))._tokenizer.tokenize(text)
+    return scorer(("rougeL",))._tokenizer.tokenize(text)
 
 
 def prepare(row: dict, encoded: tuple) -> Paper:
-    spans, salience, emb = encoded
-    text = row["text"]
-    sentences = [text[s:e].split() for s, e in spans]
+    salience, emb = encoded
+    document = document_text(row["id"], row["text"])
+    sentences = [document.sentence_text(i).split() for i in range(len(document.sentences))]
     return Paper(
         row["id"],
-        text,
+        document,
         row["reference"],
-        spans,
         salience,
         emb,
-        sentence_features(text, spans, emb),
+        sentence_features(document, emb),
         [len(words) for words in sentences],
         len(row["reference"].split()),
         [[rouge_tokens(w) for w in words] for words in sentences],
@@ -181,10 +183,7 @@ def full_rouge(policy: SummaryPolicy, papers: Sequence[Paper], default_redundanc
     """Mean ROUGE-1/2/L/Lsum by rouge-score, exactly as ``eval summarize`` scores."""
     totals = dict.fromkeys(ROUGE_TYPES, 0.0)
     for paper in papers:
-        lines = [
-            " ".join(paper.text[paper.spans[i][0] : paper.spans[i][1]].split())
-            for i in chosen(policy, paper, default_redundancy)
-        ]
+        lines = [" ".join(paper.document.sentence_text(i).split()) for i in chosen(policy, paper, default_redundancy)]
         summary = fit_budget(lines, paper.budget)
         for name, value in rouge(summary, [_lines(paper.reference)]).items():
             totals[name] += value
@@ -195,7 +194,10 @@ def baseline_rouge(system: object, papers: Sequence[Paper]) -> dict[str, float]:
     """Mean ROUGE of a baseline summarizer (LEAD, LexRank) at the same budgets, for context."""
     totals = dict.fromkeys(ROUGE_TYPES, 0.0)
     for paper in papers:
-        summary = fit_budget(_lines(system.summarize(paper.text, paper.budget)).splitlines(), paper.budget)
+        chosen_lines = [
+            " ".join(paper.document.sentence_text(i).split()) for i in system.choose(paper.document, paper.budget)
+        ]
+        summary = fit_budget(chosen_lines, paper.budget)
         for name, value in rouge(summary, [_lines(paper.reference)]).items():
             totals[name] += value
     return {name: round(total / len(papers), 4) for name, total in totals.items()}
@@ -212,8 +214,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
-
-    from model.system import load_checkpoint
 
     net, weights, meta = load_checkpoint(args.checkpoint)
     weights_id, default_redundancy = net.cfg.weights_id, weights.redundancy

@@ -19,7 +19,7 @@ echo "== kernel tests on CUDA"
 "$PY" -m pytest -q tests/kernels -p no:cacheprovider 2>&1 | tee "$OUT/kernel_tests.txt" || status=1
 
 echo "== 1M-token benchmark with the indexer caches on CUDA (Triton kernels)"
-"$PY" -m model.indexpool.bench --tokens 32000,128000,1000000 --threads 0 --device cuda --json \
+"$PY" -m model.bench.indexer --tokens 32000,128000,1000000 --threads 0 --device cuda --json \
   ${INDEXPOOL_DATA:+--data "$INDEXPOOL_DATA"} \
   > "$OUT/bench_1m.json" 2> "$OUT/bench_1m.log" || status=1
 tail -3 "$OUT/bench_1m.log"

@@ -32,8 +32,15 @@ QUESTIONS = [
 ]
 
 
-def asker(url: str, collection: str, deadline: float, latencies: list[float], errors: list[str],
-          lock: threading.Lock, offset: int) -> None:
+def asker(
+    url: str,
+    collection: str,
+    deadline: float,
+    latencies: list[float],
+    errors: list[str],
+    lock: threading.Lock,
+    offset: int,
+) -> None:
     client = Client(url, verbose=False)
     i = offset
     while time.monotonic() < deadline:
@@ -76,12 +83,25 @@ def main() -> None:
     def percentile(p: float) -> float:
         return round(ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))], 1) if ordered else float("nan")
 
-    print(json.dumps({
-        "askers": args.askers, "seconds": round(wall, 1), "requests": len(latencies) + len(errors),
-        "errors": len(errors), "first_errors": errors[:3], "requests_per_s": round(len(latencies) / wall, 1),
-        "latency_ms": {"p50": percentile(50), "p95": percentile(95), "max": round(max(ordered, default=0), 1),
-                       "mean": round(statistics.fmean(ordered), 1) if ordered else None},
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "askers": args.askers,
+                "seconds": round(wall, 1),
+                "requests": len(latencies) + len(errors),
+                "errors": len(errors),
+                "first_errors": errors[:3],
+                "requests_per_s": round(len(latencies) / wall, 1),
+                "latency_ms": {
+                    "p50": percentile(50),
+                    "p95": percentile(95),
+                    "max": round(max(ordered, default=0), 1),
+                    "mean": round(statistics.fmean(ordered), 1) if ordered else None,
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -28,12 +28,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.checkpoint import indexpool_checkpoint
-from model.evaluation.baselines import BM25Index, tokenize
-from model.evaluation.embeddings import MiniLMEncoder
-from model.evaluation.metrics import Span, overlaps
-from model.evaluation.qa import load_documents, load_questions
-from model.system import qa_system
+from model.inference.qa import Question, evidence_score, evidence_terms
+from model.network.checkpoint import load_model
+from model.research.evaluation.baselines import BM25Index, tokenize
+from model.research.evaluation.embeddings import MiniLMEncoder
+from model.research.evaluation.metrics import Span, overlaps
+from model.research.evaluation.passages import Passage
+from model.research.evaluation.qa import load_documents, load_questions
+from model.research.evaluation.systems import IndexPoolQA
 
 K = 5
 GRID = {"a": (0.0, 0.5, 1.0, 1.5, 2.0), "b": (0.0, 0.25, 0.5, 1.0), "c": (0.0, 0.25, 0.5)}
@@ -56,9 +58,14 @@ def main() -> None:
     torch.set_num_threads(2)
     documents = load_documents(args.corpus)
     questions = [q for q in load_questions(args.questions) if q.evidence]
-    qa = qa_system(indexpool_checkpoint())
+    model = load_model()
+    qa = IndexPoolQA(model)
     qa.index(documents)
-    passages = qa.passages
+    index, texts = qa.collection, {d.id: d.text for d in documents}
+    passages = []
+    for row, (start, end) in zip(index.passage_document.tolist(), index.passage_spans.tolist(), strict=True):
+        doc = index.document_ids[row]
+        passages.append(Passage(doc, start, end, texts[doc][start:end]))
     doc_of = np.array([p.doc for p in passages])
     bm25 = BM25Index([tokenize(p.text) for p in passages])
     encoder = MiniLMEncoder()
@@ -68,10 +75,10 @@ def main() -> None:
     rows = []  # per question: gold (P,) bool and each term (P,)
     for q, qv in zip(questions, question_vectors, strict=True):
         gold = np.array([any(overlaps(Span(p.doc, p.start, p.end), e) for e in q.evidence) for p in passages])
-        components = qa.components(q.question, indexer=qa.weights.indexer != 0)
+        components = evidence_terms(model, index, Question.encode(model, q.question))
         terms = {k: v.numpy() for k, v in components.items()}
         terms |= {
-            "indexpool": qa.combine(components).numpy(),
+            "indexpool": evidence_score(model, components).numpy(),
             "bm25": zscore(bm25.scores(tokenize(q.question))),
             "dense": zscore(passage_vectors @ qv),
         }

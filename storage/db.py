@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, select, text
@@ -28,6 +29,11 @@ _FTS_DDL = [
 # Statements that take a library from schema version N to N + 1, applied in one transaction when it is opened.
 MIGRATIONS: dict[int, list[str]] = {
     1: ["ALTER TABLE answers ADD COLUMN generated TEXT"],  # version 2: the generated prose of an answer
+    2: [  # version 3: token arrays and token spans, which nothing read, are gone
+        "ALTER TABLE documents DROP COLUMN array_file",
+        "ALTER TABLE sentences DROP COLUMN token_start",
+        "ALTER TABLE sentences DROP COLUMN token_end",
+    ],
 }
 
 
@@ -62,6 +68,18 @@ def open_database(path: Path) -> sessionmaker[Session]:
     return factory
 
 
+_DROP_COLUMN = re.compile(r"ALTER TABLE (\w+) DROP COLUMN (\w+)")
+
+
+def _drops_a_missing_column(session: Session, statement: str) -> bool:
+    """True for ``ALTER TABLE t DROP COLUMN c`` when ``t`` has no column ``c`` (nothing to do)."""
+    match = _DROP_COLUMN.fullmatch(statement)
+    if match is None:
+        return False
+    table, column = match.groups()
+    return column not in {row[1] for row in session.execute(text(f"PRAGMA table_info({table})"))}
+
+
 def _upgrade(session: Session, path: Path, stored: str) -> None:
     """Bring a library of an older schema version up to ``SCHEMA_VERSION`` inside the caller's transaction (SQLite
     DDL is transactional: a failed upgrade leaves the library as it was)."""
@@ -73,5 +91,6 @@ def _upgrade(session: Session, path: Path, stored: str) -> None:
         )
     for step in range(version, SCHEMA_VERSION):
         for statement in MIGRATIONS[step]:
-            session.execute(text(statement))
+            if not _drops_a_missing_column(session, statement):
+                session.execute(text(statement))
     session.get(Meta, "schema_version").value = str(SCHEMA_VERSION)

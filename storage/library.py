@@ -1,29 +1,23 @@
-"""The library: a data directory holding ``library.db`` (SQLite, WAL) and ``arrays/`` (token arrays, caches).
+"""The library: a data directory holding ``library.db`` (SQLite, WAL, through SQLAlchemy).
 
-Writes are all-or-nothing per document: the array file is written atomically under a fresh name, then one
-transaction inserts the document with its pages, sections and sentences (and deletes the version it replaces);
-only after the commit is the replaced array file removed. A crash at any point leaves either the old or the new
-version, plus at worst an unreferenced array file, which ``Library.repair`` (run at every open) deletes.
+Writes are all-or-nothing per document: one transaction inserts the document with its pages, sections and sentences
+and deletes the version it replaces, so a crash at any point leaves either the old or the new version.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import platformdirs
-from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy import delete, func, insert, select, text, tuple_
 from sqlalchemy.orm import Session
 
-from ingest.document import ParsedDocument
-from storage.arrays import read_npz, write_npz_atomic
+from ingest.document import Page, ParsedDocument, Section, Sentence
 from storage.db import StorageError, open_database
 from storage.models import Collection, Document, PageRow, SectionRow, SentenceRow
 
@@ -69,24 +63,33 @@ class SentenceHit:
 _FTS_WORD = re.compile(r"\w+", re.UNICODE)
 
 
+@dataclass(frozen=True)
+class SentenceRef:
+    """A library sentence: its document, its index among the document's sentences, page and span."""
+
+    document_id: int
+    idx: int
+    page: int | None
+    paragraph: int
+    start: int
+    end: int
+    text: str
+
+
 class Library:
     def __init__(self, home: Path | None = None) -> None:
         self.home = Path(home) if home is not None else default_home()
         try:
             self.home.mkdir(parents=True, exist_ok=True)
-            self.arrays_dir.mkdir(exist_ok=True)
         except OSError as error:
             raise StorageError(f"cannot create the library folder {self.home}: {error.strerror}") from error
         self._sessions = open_database(self.db_path)
-        self.repair()
+        # Libraries of schema version 2 kept token arrays nobody read in arrays/; the upgrade dropped their column.
+        shutil.rmtree(self.home / "arrays", ignore_errors=True)
 
     @property
     def db_path(self) -> Path:
         return self.home / "library.db"
-
-    @property
-    def arrays_dir(self) -> Path:
-        return self.home / "arrays"
 
     def session(self) -> Session:
         return self._sessions()
@@ -128,12 +131,66 @@ class Library:
                 _ = document.text  # load the deferred column before the session closes
             return document
 
-    def document_tokens(self, document_id: int) -> dict[str, np.ndarray]:
-        """The document's token ``ids``, ``starts`` and ``ends`` (character spans in its text)."""
-        document = self.document(document_id)
-        if document is None or document.array_file is None:
-            raise StorageError(f"document {document_id} has no token arrays")
-        return read_npz(self.arrays_dir / document.array_file)
+    def parsed_document(self, document_id: int) -> ParsedDocument | None:
+        """The stored document with its text, pages, sections and sentences; None when absent or not ingested."""
+        with self.session() as session:
+            document = session.get(Document, document_id)
+            if document is None or document.status != "ingested":
+                return None
+            pages = session.scalars(select(PageRow).where(PageRow.document_id == document_id).order_by(PageRow.number))
+            sections = session.scalars(
+                select(SectionRow).where(SectionRow.document_id == document_id).order_by(SectionRow.idx)
+            )
+            return ParsedDocument(
+                source=document.source,
+                title=document.title,
+                kind=document.kind,
+                content_hash=document.content_hash,
+                text=document.text,
+                pages=[Page(p.number, p.start, p.end, p.needs_ocr) for p in pages],
+                sections=[Section(s.title, s.kind, s.start, s.end) for s in sections],
+                sentences=[
+                    Sentence(s.start, s.end, s.page, s.section_idx, s.paragraph)
+                    for s in session.scalars(self._sentences_of(document_id))
+                ],
+            )
+
+    @staticmethod
+    def _sentences_of(document_id: int):  # noqa: ANN205 (a SQLAlchemy select)
+        return select(SentenceRow).where(SentenceRow.document_id == document_id).order_by(SentenceRow.idx)
+
+    def sentence_spans(self, document_id: int) -> list[tuple[int, int, int]]:
+        """(start, end, paragraph) of each of the document's sentences, in order."""
+        query = (
+            select(SentenceRow.start, SentenceRow.end, SentenceRow.paragraph)
+            .where(SentenceRow.document_id == document_id)
+            .order_by(SentenceRow.idx)
+        )
+        with self.session() as session:
+            return [tuple(row) for row in session.execute(query)]
+
+    def sentences_at(self, refs: Sequence[tuple[int, int]]) -> list[SentenceRef]:
+        """The sentences named by (document id, index among its sentences), in the order asked; StorageError when
+        one is no longer in the library."""
+        if not refs:
+            return []
+        query = select(SentenceRow).where(tuple_(SentenceRow.document_id, SentenceRow.idx).in_(list(set(refs))))
+        with self.session() as session:
+            found = {(r.document_id, r.idx): r for r in session.scalars(query)}
+        missing = [ref for ref in refs if ref not in found]
+        if missing:
+            raise StorageError(f"document {missing[0][0]} changed or left the library; ask again")
+        return [
+            SentenceRef(r.document_id, r.idx, r.page, r.paragraph, r.start, r.end, r.text)
+            for r in (found[ref] for ref in refs)
+        ]
+
+    def page_span(self, document_id: int, page: int) -> tuple[int, int] | None:
+        """The character span of page ``page`` (1-based) of the document's text; None when it has no such page."""
+        query = select(PageRow.start, PageRow.end).where(PageRow.document_id == document_id, PageRow.number == page)
+        with self.session() as session:
+            row = session.execute(query).first()
+        return (row.start, row.end) if row else None
 
     def _collection_id(self, session: Session, name: str) -> int:
         collection_id = session.scalar(select(Collection.id).where(Collection.name == name))
@@ -170,8 +227,9 @@ class Library:
 
     # ----------------------------------------------------------------- writing
 
-    def store(self, collection: str, parsed: ParsedDocument) -> StoreResult:
-        """Store one parsed document: a no-op if unchanged, a replacement if its source changed."""
+    def store(self, collection: str, parsed: ParsedDocument, tokens: int = 0) -> StoreResult:
+        """Store one parsed document of ``tokens`` model tokens: a no-op if unchanged, a replacement if its source
+        changed."""
         with self.session() as session:
             collection_id = self._get_or_create_collection(session, collection)
             session.commit()
@@ -192,42 +250,17 @@ class Library:
             if twin is not None:
                 return StoreResult("duplicate", twin.id, f"same content as {twin.source}, skipped")
 
-        array_file = f"{uuid.uuid4().hex}.npz"
-        old_array_file: str | None = None
-        with self._writing():
-            write_npz_atomic(
-                self.arrays_dir / array_file,
-                ids=parsed.token_ids.astype(np.int32),
-                starts=parsed.token_starts.astype(np.int32),
-                ends=parsed.token_ends.astype(np.int32),
+        with self.session() as session, session.begin():
+            previous = session.scalar(
+                select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
             )
-            document_id, previous, old_array_file = self._commit_document(collection_id, parsed, array_file)
-        if old_array_file:
-            (self.arrays_dir / old_array_file).unlink(missing_ok=True)
-        replaced = previous is not None and previous.status == "ingested"
+            replaced = previous is not None and previous.status == "ingested"
+            if previous is not None:
+                self._delete_document_rows(session, previous.id)
+            document_id = self._insert_document(session, collection_id, parsed, tokens)
         return StoreResult("replaced" if replaced else "ingested", document_id)
 
-    def _commit_document(
-        self, collection_id: int, parsed: ParsedDocument, array_file: str
-    ) -> tuple[int, Document | None, str | None]:
-        """Insert the document in one transaction, deleting the version it replaces; on failure its new array
-        file goes too. Returns (document id, replaced document, the replaced array file)."""
-        old_array_file: str | None = None
-        try:
-            with self.session() as session, session.begin():
-                previous = session.scalar(
-                    select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
-                )
-                if previous is not None:
-                    old_array_file = previous.array_file
-                    self._delete_document_rows(session, previous.id)
-                document_id = self._insert_document(session, collection_id, parsed, array_file)
-        except BaseException:
-            (self.arrays_dir / array_file).unlink(missing_ok=True)
-            raise
-        return document_id, previous, old_array_file
-
-    def _insert_document(self, session: Session, collection_id: int, parsed: ParsedDocument, array_file: str) -> int:
+    def _insert_document(self, session: Session, collection_id: int, parsed: ParsedDocument, tokens: int) -> int:
         document = Document(
             collection_id=collection_id,
             source=parsed.source,
@@ -238,10 +271,9 @@ class Library:
             warnings=list(parsed.warnings),
             pages=len(parsed.pages),
             needs_ocr_pages=parsed.needs_ocr_pages,
-            tokens=int(len(parsed.token_ids)),
+            tokens=tokens,
             chars=len(parsed.text),
             sentence_count=len(parsed.sentences),
-            array_file=array_file,
             text=parsed.text,
         )
         session.add(document)
@@ -287,8 +319,6 @@ class Library:
                         "paragraph": s.paragraph,
                         "start": s.start,
                         "end": s.end,
-                        "token_start": s.token_start,
-                        "token_end": s.token_end,
                         "text": parsed.text[s.start : s.end],
                     }
                     for i, s in enumerate(parsed.sentences)
@@ -320,8 +350,6 @@ class Library:
             if document is None:
                 raise StorageError(f"no document with id {document_id}")
             self._delete_document_rows(session, document_id)
-        if document.array_file:
-            (self.arrays_dir / document.array_file).unlink(missing_ok=True)
         return document
 
     def remove_collection(self, name: str) -> int:
@@ -332,9 +360,6 @@ class Library:
             for document in documents:
                 self._delete_document_rows(session, document.id)
             session.execute(delete(Collection).where(Collection.id == collection_id))
-        for document in documents:
-            if document.array_file:
-                (self.arrays_dir / document.array_file).unlink(missing_ok=True)
         return len(documents)
 
     @staticmethod
@@ -343,41 +368,6 @@ class Library:
         for table in (SentenceRow, SectionRow, PageRow):
             session.execute(delete(table).where(table.document_id == document_id))
         session.execute(delete(Document).where(Document.id == document_id))
-
-    @contextmanager
-    def _writing(self, exclusive: bool = False, wait: bool = True) -> Iterator[bool]:
-        """Hold the library's write lock: shared while a document is written (its array file exists before its
-        rows are committed), exclusive for ``repair``. Yields whether the lock was obtained. The OS releases the
-        lock of a process that dies, so a crash never leaves the library locked."""
-        with open(self.home / ".write.lock", "a") as handle:
-            mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if wait else fcntl.LOCK_NB)
-            try:
-                fcntl.flock(handle, mode)
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    def repair(self) -> list[str]:
-        """Delete array files no document references (left by a crash between file write and commit); anything
-        that is not a regular file (a folder someone put there) is left alone.
-
-        Skipped while another process is writing a document, whose new file is not referenced yet."""
-        with self._writing(exclusive=True, wait=False) as locked:
-            return self._remove_unreferenced_files() if locked else []
-
-    def _remove_unreferenced_files(self) -> list[str]:
-        with self.session() as session:
-            referenced = set(session.scalars(select(Document.array_file).where(Document.array_file.is_not(None))))
-        removed = []
-        for path in self.arrays_dir.iterdir():
-            if path.is_file() and path.name not in referenced:
-                path.unlink(missing_ok=True)
-                removed.append(path.name)
-        return removed
 
     # ----------------------------------------------------------------- reading sentences
 

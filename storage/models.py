@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column, relationship
 
-SCHEMA_VERSION = 2  # storage/db.py: MIGRATIONS upgrades older libraries in place
+SCHEMA_VERSION = 3  # storage/db.py: MIGRATIONS upgrades older libraries in place
 
 
 def utcnow() -> datetime:
@@ -58,7 +58,6 @@ class Document(Base):
     tokens: Mapped[int] = mapped_column(default=0)
     chars: Mapped[int] = mapped_column(default=0)
     sentence_count: Mapped[int] = mapped_column(default=0)
-    array_file: Mapped[str | None] = mapped_column(Text, default=None)  # relative to the library's arrays dir
     text: Mapped[str] = deferred(mapped_column(Text, default=""))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     collection: Mapped[Collection] = relationship(back_populates="documents")
@@ -86,7 +85,7 @@ class SectionRow(Base):
 
 
 class SentenceRow(Base):
-    """A sentence and its place: document, page, section, paragraph, character and token span."""
+    """A sentence and its place: document, page, section, paragraph and character span."""
 
     __tablename__ = "sentences"
     __table_args__ = (Index("ix_sentences_doc_idx", "document_id", "idx"),)
@@ -98,8 +97,6 @@ class SentenceRow(Base):
     paragraph: Mapped[int]
     start: Mapped[int]
     end: Mapped[int]
-    token_start: Mapped[int]
-    token_end: Mapped[int]
     text: Mapped[str] = mapped_column(Text)
 
 

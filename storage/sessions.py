@@ -1,4 +1,5 @@
-"""Chat sessions: create, list, rename, delete, read back and export their questions, answers and citations.
+"""Chat sessions and answers: create, list, rename, delete, read back and export sessions; record an answer with its
+citations (the one place answers are written).
 
 Every call names the ``user`` it acts for ("" without authentication); a session of another user is reported as
 missing, so users never see each other's sessions.
@@ -15,7 +16,7 @@ from sqlalchemy.orm import selectinload
 
 from storage.db import StorageError
 from storage.library import Library
-from storage.models import AnswerRow, ChatSession, utcnow
+from storage.models import AnswerRow, ChatSession, CitationRow, utcnow
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,53 @@ class SessionStore:
         if row is None or row.user != user:
             self._missing(session_id)
 
-    def touch(self, session_id: int) -> None:
-        """Mark the session as just used (it moves to the top of the list)."""
+    def record_answer(
+        self,
+        session_id: int | None,
+        question: str,
+        collections: list[str],
+        answer: str,
+        generated: str | None,
+        reader: str,
+        settings: dict[str, Any],
+        timings_ms: dict[str, float],
+        citations: list[dict[str, Any]],
+    ) -> int:
+        """Store an answer (in ``session_id`` when given, which then moves to the top of the list) with its
+        citations, each ``{"doc", "source", "title", "page", "start", "end", "text", "score"}`` in rank order; returns
+        the answer's id. Citations are copied, so the history survives removal of the documents."""
         with self.library.session() as session, session.begin():
-            row = session.get(ChatSession, session_id)
-            if row is not None:
-                row.updated_at = utcnow()
+            row = AnswerRow(
+                session_id=session_id,
+                question=question,
+                collections=collections,
+                answer=answer,
+                generated=generated,
+                reader=reader,
+                settings=settings,
+                timings_ms=timings_ms,
+            )
+            row.citations = [
+                CitationRow(
+                    rank=rank,
+                    document_id=c["doc"],
+                    source=c["source"],
+                    title=c["title"],
+                    page=c["page"],
+                    start=c["start"],
+                    end=c["end"],
+                    text=c["text"],
+                    score=c["score"],
+                )
+                for rank, c in enumerate(citations)
+            ]
+            session.add(row)
+            if session_id is not None:
+                chat = session.get(ChatSession, session_id)
+                if chat is not None:
+                    chat.updated_at = utcnow()
+            session.flush()
+            return row.id
 
     def rename(self, session_id: int, name: str, user: str = "") -> SessionInfo:
         self.check(session_id, user)

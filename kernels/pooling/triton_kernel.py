@@ -6,7 +6,7 @@ One program pools BLOCK_M blocks: it loads the (BLOCK_M·r, D) key tile once, bu
 scale per row (float16), so pooled keys never go through memory in floating point.
 
 The backward (keys and weights get gradients) is a few vectorized PyTorch ops: pooling is trained, quantization is
-inference-only (training uses ``model.indexpool.quant.fake_quant``).
+inference-only (training uses ``model.network.indexpool.quant.fake_quant``).
 """
 
 from __future__ import annotations

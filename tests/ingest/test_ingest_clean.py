@@ -15,9 +15,11 @@ def test_normalize_keeps_indentation() -> None:
 
 
 def test_hyphenation_joined_across_lines_but_real_hyphens_kept() -> None:
-    page = ("This is a long line of running text giving an exam-\nple of a word split across two lines,\n"
-            "and a state-\nof-the-art model that uses self-\nattention, GPT-\n3 and Transformer-\nXL as well as\n"
-            "machine-readable data and machine-\nreadable text in the same long paragraph of text.")
+    page = (
+        "This is a long line of running text giving an exam-\nple of a word split across two lines,\n"
+        "and a state-\nof-the-art model that uses self-\nattention, GPT-\n3 and Transformer-\nXL as well as\n"
+        "machine-readable data and machine-\nreadable text in the same long paragraph of text."
+    )
     [text] = clean_pdf_pages([page])
     assert "example of a word" in text
     assert "state-of-the-art" in text
@@ -31,8 +33,11 @@ WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu x
 
 def _paper_page(n: int) -> str:
     header = "Journal of Examples, Vol. 12" if n % 2 else "A. Author and B. Author"
-    body = "\n".join(f"Line {i} about {WORDS[(n * 3 + i) % len(WORDS)]} and {WORDS[(n + i) % len(WORDS)]} "
-                     "in the body text of this page runs across a full line" for i in range(8))
+    body = "\n".join(
+        f"Line {i} about {WORDS[(n * 3 + i) % len(WORDS)]} and {WORDS[(n + i) % len(WORDS)]} "
+        "in the body text of this page runs across a full line"
+        for i in range(8)
+    )
     return f"{header}\n{body}\nProceedings page {100 + n}\n{n}"
 
 
@@ -45,15 +50,17 @@ def test_repeated_headers_footers_and_page_numbers_dropped() -> None:
 
 
 def test_reflow_joins_lines_into_paragraphs_and_breaks_at_headings() -> None:
-    page = ("1 Introduction\n"
-            "Academic papers are an increasingly important textual\n"
-            "domain for natural language processing research, and\n"
-            "they are long documents with many sections in them.\n"
-            "A short last line.\n"
-            "Next paragraph starts here and it continues on with\n"
-            "the next line of the page.\n"
-            "2 Method\n"
-            "We do things.")
+    page = (
+        "1 Introduction\n"
+        "Academic papers are an increasingly important textual\n"
+        "domain for natural language processing research, and\n"
+        "they are long documents with many sections in them.\n"
+        "A short last line.\n"
+        "Next paragraph starts here and it continues on with\n"
+        "the next line of the page.\n"
+        "2 Method\n"
+        "We do things."
+    )
     [text] = clean_pdf_pages([page])
     assert text.split("\n\n") == [
         "1 Introduction",

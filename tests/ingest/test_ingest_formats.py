@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,9 +26,11 @@ def test_plain_text(check_document: Check) -> None:
     check_document(doc)
     assert doc.title == "My Notes" and doc.kind == "txt" and not doc.warnings and doc.pages == []
     assert doc.content_hash == hashlib.sha256(data).hexdigest()
-    assert [doc.text[s.start:s.end] for s in doc.sentences] == [
-        "My Notes", "The first idea is simple.", "The second, e.g. this one, is not."]
-    assert all(s.token_end > s.token_start for s in doc.sentences)
+    assert [doc.text[s.start : s.end] for s in doc.sentences] == [
+        "My Notes",
+        "The first idea is simple.",
+        "The second, e.g. this one, is not.",
+    ]
 
 
 def test_encodings(check_document: Check) -> None:
@@ -61,17 +62,23 @@ def test_markdown_headings(check_document: Check) -> None:
 
 
 def test_html(check_document: Check) -> None:
-    html = (b"<html><head><title>The Page</title><style>p {color: red}</style></head><body>"
-            b"<script>var x = 'hidden';</script><h1>Big Heading</h1><p>First para&nbsp;here. Second one.</p>"
-            b"<h2>Details</h2><ul><li>Item one.</li><li>Item two.</li></ul></body></html>")
+    html = (
+        b"<html><head><title>The Page</title><style>p {color: red}</style></head><body>"
+        b"<script>var x = 'hidden';</script><h1>Big Heading</h1><p>First para&nbsp;here. Second one.</p>"
+        b"<h2>Details</h2><ul><li>Item one.</li><li>Item two.</li></ul></body></html>"
+    )
     doc = _one("page.html", "html", html)
     assert isinstance(doc, ParsedDocument)
     check_document(doc)
     assert doc.title == "The Page"
     assert "hidden" not in doc.text and "color" not in doc.text
     assert [s.title for s in doc.sections] == ["Big Heading", "Details"]
-    assert [doc.text[s.start:s.end] for s in doc.sentences] == [
-        "First para here.", "Second one.", "Item one.", "Item two."]
+    assert [doc.text[s.start : s.end] for s in doc.sentences] == [
+        "First para here.",
+        "Second one.",
+        "Item one.",
+        "Item two.",
+    ]
 
 
 def test_jsonl_records_and_bad_lines(check_document: Check) -> None:
@@ -100,8 +107,11 @@ def test_parse_text_from_memory(check_document: Check) -> None:
     doc = parse_text("pydoc:json", "json", "pydoc", "JSON encoder.\n\nIt dumps  objects. It loads them.", "h")
     check_document(doc)
     assert doc.title == "json" and doc.kind == "pydoc" and doc.content_hash == "h"
-    assert [doc.text[s.start:s.end] for s in doc.sentences] == ["JSON encoder.", "It dumps objects.",
-                                                                "It loads them."]
+    assert [doc.text[s.start : s.end] for s in doc.sentences] == [
+        "JSON encoder.",
+        "It dumps objects.",
+        "It loads them.",
+    ]
 
 
 def test_file_on_disk_and_unreadable_path(tmp_path: Path) -> None:
@@ -118,13 +128,13 @@ def test_five_byte_pdf_is_a_clear_error() -> None:
     assert isinstance(error, IngestError) and error.reason.startswith("not a PDF")
 
 
-def test_plain_text_throughput() -> None:
-    """About a million tokens of plain text must parse in well under a minute."""
-    paragraph = ("The committee met on Tuesday, e.g. to discuss the budget of 3.5 million dollars. Dr. Smith "
-                 "presented the figures in Fig. 2 and the members asked many questions about them. ") * 4
+def test_a_million_token_text_is_segmented_whole(check_document: Check) -> None:
+    """About a million tokens of plain text parse into every section and sentence (speed: ``bench-ingest``)."""
+    paragraph = (
+        "The committee met on Tuesday, e.g. to discuss the budget of 3.5 million dollars. Dr. Smith "
+        "presented the figures in Fig. 2 and the members asked many questions about them. "
+    ) * 4
     text = "\n\n".join(f"Section {i}\n\n{paragraph}" for i in range(5400))
-    started = time.perf_counter()
     doc = parse_text("big.txt", "", "txt", text, "h")
-    elapsed = time.perf_counter() - started
-    assert len(doc.token_ids) > 1_000_000
-    assert elapsed < 20, f"{len(doc.token_ids)} tokens took {elapsed:.1f} s"
+    check_document(doc)
+    assert len(doc.sentences) == 5400 * 9  # each "Section i" line and the eight sentences of its paragraph

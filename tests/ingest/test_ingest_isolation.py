@@ -42,13 +42,15 @@ def test_results_from_workers(tmp_path: Path) -> None:
     for i, p in enumerate(paths):
         [doc] = out[str(p)]
         assert isinstance(doc, ParsedDocument) and doc.title == f"Document number {i}. It has two sentences."
-        assert len(doc.sentences) == 2 and len(doc.token_ids) > 0
+        assert len(doc.sentences) == 2
 
 
 def test_crashing_worker_becomes_an_error_and_the_batch_goes_on() -> None:
-    items = [InputItem("exit.txt", "txt", data=_Crash("exit")),  # type: ignore[arg-type]
-             InputItem("segv.txt", "txt", data=_Crash("segfault")),  # type: ignore[arg-type]
-             InputItem("good.txt", "txt", data=b"Still parsed.")]
+    items = [
+        InputItem("exit.txt", "txt", data=_Crash("exit")),  # type: ignore[arg-type]
+        InputItem("segv.txt", "txt", data=_Crash("segfault")),  # type: ignore[arg-type]
+        InputItem("good.txt", "txt", data=b"Still parsed."),
+    ]
     out = _run(items, workers=1)
     [exit_error], [segv_error], [good] = out["exit.txt"], out["segv.txt"], out["good.txt"]
     assert isinstance(exit_error, IngestError) and "exit code 3" in exit_error.reason
@@ -62,8 +64,7 @@ def test_hanging_file_times_out(tmp_path: Path) -> None:
     good = tmp_path / "good.txt"
     good.write_text("Fine.")
     started = time.monotonic()
-    out = _run([InputItem(str(fifo), "txt", path=fifo), InputItem(str(good), "txt", path=good)],
-               Limits(timeout_s=3))
+    out = _run([InputItem(str(fifo), "txt", path=fifo), InputItem(str(good), "txt", path=good)], Limits(timeout_s=3))
     assert time.monotonic() - started < 15
     [error] = out[str(fifo)]
     assert isinstance(error, IngestError) and error.reason == "timed out after 3 s"

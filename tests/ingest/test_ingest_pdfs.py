@@ -13,8 +13,9 @@ from ingest.pipeline import parse_item, parse_items_isolated
 from ingest.sources import InputItem, Limits, expand_inputs
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data folder {DATA} is absent "
-                                                         "(it sits beside the checkout in CI)")
+pytestmark = pytest.mark.skipif(
+    not DATA.is_dir(), reason=f"shared data folder {DATA} is absent (it sits beside the checkout in CI)"
+)
 SAMPLES = DATA / "pdf_py-pdf_sample-files"
 PAPERS = DATA / "pdf_papers_papermage_fixtures"
 # The seven full papers and words from their abstracts.
@@ -87,11 +88,11 @@ def test_full_papers(name: str, check_document: Check) -> None:
     check_document(doc)
     pages_with_sentences = {s.page for s in doc.sentences}
     for page in doc.pages:
-        if any(ch.isalnum() for ch in doc.text[page.start:page.end]):
+        if any(ch.isalnum() for ch in doc.text[page.start : page.end]):
             assert page.number in pages_with_sentences, f"page {page.number} has text but no sentences"
     abstracts = [s for s in doc.sections if s.kind == "abstract"]
     assert abstracts, [s.title for s in doc.sections]
-    abstract = doc.text[abstracts[0].start:abstracts[0].end]
+    abstract = doc.text[abstracts[0].start : abstracts[0].end]
     assert ABSTRACTS[name] in " ".join(abstract.replace("S2ORC,1", "S2ORC,").split())
     assert 400 < len(abstract) < 3000 and "introduction" not in abstract.lower()
     assert any(s.kind == "references" for s in doc.sections)

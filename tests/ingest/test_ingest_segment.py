@@ -10,9 +10,11 @@ def _sentences(text: str) -> list[str]:
 
 
 def test_abbreviations_decimals_initials_and_urls_do_not_end_sentences() -> None:
-    text = ("Models, e.g. BERT, work well (Smith et al. 2020) as Fig. 3 and Eq. 2 show. "
-            "Dr. Jones measured 3.14 units, i.e. Pi. J. R. R. Tolkien wrote it. "
-            "See https://example.com/a.b.html for details. Is it done? Yes! \u201cQuoted.\u201d Then more.")
+    text = (
+        "Models, e.g. BERT, work well (Smith et al. 2020) as Fig. 3 and Eq. 2 show. "
+        "Dr. Jones measured 3.14 units, i.e. Pi. J. R. R. Tolkien wrote it. "
+        "See https://example.com/a.b.html for details. Is it done? Yes! \u201cQuoted.\u201d Then more."
+    )
     assert _sentences(text) == [
         "Models, e.g. BERT, work well (Smith et al. 2020) as Fig. 3 and Eq. 2 show.",
         "Dr. Jones measured 3.14 units, i.e. Pi.",
@@ -40,12 +42,31 @@ def test_long_sentences_are_cut_at_whitespace() -> None:
 
 
 def test_heading_detection() -> None:
-    for line in ["1 Introduction", "2.1 Method", "3.2.1 Data Sets", "IV. RESULTS", "ABSTRACT", "RELATED WORK",
-                 "References", "Acknowledgments", "Conclusion", "A.1 Extra Results", "CCS CONCEPTS"]:
+    for line in [
+        "1 Introduction",
+        "2.1 Method",
+        "3.2.1 Data Sets",
+        "IV. RESULTS",
+        "ABSTRACT",
+        "RELATED WORK",
+        "References",
+        "Acknowledgments",
+        "Conclusion",
+        "A.1 Extra Results",
+        "CCS CONCEPTS",
+    ]:
         assert heading_title(line) == line, line
-    for line in ["The model was trained for", "2 epochs were enough.", "BERT", "2020 Conference on Empirical",
-                 "1 The model is trained with", "3 Results are shown in the table of",
-                 "Table 1: results", "we use the following,", "introduction"]:
+    for line in [
+        "The model was trained for",
+        "2 epochs were enough.",
+        "BERT",
+        "2020 Conference on Empirical",
+        "1 The model is trained with",
+        "3 Results are shown in the table of",
+        "Table 1: results",
+        "we use the following,",
+        "introduction",
+    ]:
         assert heading_title(line) is None, line
     assert heading_title("## Install it", markdown=True) == "Install it"
     assert heading_title("Not a heading", markdown=True) is None
@@ -75,11 +96,16 @@ References
 def test_sections_kinds_and_sentences() -> None:
     seg = segment(PAPER)
     titles = [(s.title, s.kind) for s in seg.sections]
-    assert titles == [("", "body"), ("Abstract", "abstract"), ("1 Introduction", "body"), ("2 Method", "body"),
-                      ("References", "references")]
+    assert titles == [
+        ("", "body"),
+        ("Abstract", "abstract"),
+        ("1 Introduction", "body"),
+        ("2 Method", "body"),
+        ("References", "references"),
+    ]
     abstract = seg.sections[1]
-    assert PAPER[abstract.start:abstract.end] == "Abstract\n\nWe study things. The results are good."
-    texts = [PAPER[s.start:s.end] for s in seg.sentences]
+    assert PAPER[abstract.start : abstract.end] == "Abstract\n\nWe study things. The results are good."
+    texts = [PAPER[s.start : s.end] for s in seg.sentences]
     assert "1 Introduction" not in texts  # headings are not sentences
     assert texts[2:4] == ["We study things.", "The results are good."]
     assert [s.section for s in seg.sentences[2:4]] == [1, 1]
@@ -92,9 +118,9 @@ def test_inline_abstract_label_and_pages() -> None:
     page_starts = [0, text.index("I. INTRO")]
     seg = segment(text, page_starts=page_starts)
     abstract = next(s for s in seg.sections if s.kind == "abstract")
-    assert text[abstract.start:abstract.end].startswith("Abstract\u2014We propose")
+    assert text[abstract.start : abstract.end].startswith("Abstract\u2014We propose")
     first = next(s for s in seg.sentences if s.section == seg.sections.index(abstract))
-    assert text[first.start:first.end] == "We propose a method."
+    assert text[first.start : first.end] == "We propose a method."
     assert [s.page for s in seg.sentences] == [1, 1, 1, 2]
 
 
@@ -103,14 +129,14 @@ def test_unlabelled_abstract_is_the_long_paragraph_before_introduction() -> None
     text = f"Title of It\n\nAUTHOR NAME, Place\n\n{abstract}\n\nCCS Concepts: Things.\n\n1 INTRODUCTION\n\nBody."
     seg = segment(text)
     [section] = [s for s in seg.sections if s.kind == "abstract"]
-    assert text[section.start:section.end] == abstract
+    assert text[section.start : section.end] == abstract
 
 
 def test_markdown_and_explicit_heading_spans() -> None:
     text = "# Guide\n\nSome text.\n\n## Usage\nRun it. Then stop."
     seg = segment(text, markdown=True)
     assert [s.title for s in seg.sections] == ["Guide", "Usage"]
-    assert [text[s.start:s.end] for s in seg.sentences] == ["Some text.", "Run it.", "Then stop."]
+    assert [text[s.start : s.end] for s in seg.sentences] == ["Some text.", "Run it.", "Then stop."]
     text = "Top\n\nINTRODUCTION TO IT\n\nBody."
     seg = segment(text, heading_spans=[(0, 3)])  # only the given spans are headings
     assert [s.title for s in seg.sections] == ["Top"]

@@ -31,7 +31,12 @@ def test_folders_recursive_sorted_hidden_skipped_and_problems_reported(tmp_path:
     (tmp_path / "five.pdf").write_bytes(b"oops\n")
     items, errors = _expand(tmp_path, tmp_path / "missing.pdf")
     assert [(Path(i.source).name, i.kind) for i in items] == [
-        ("a.txt", "txt"), ("z.md", "md"), ("c.HTML", "html"), ("d.jsonl", "jsonl"), ("five.pdf", "pdf")]
+        ("a.txt", "txt"),
+        ("z.md", "md"),
+        ("c.HTML", "html"),
+        ("d.jsonl", "jsonl"),
+        ("five.pdf", "pdf"),
+    ]
     assert all(i.path is not None and i.data is None for i in items)
     assert errors[str(tmp_path / "empty.txt")] == "empty file"
     assert errors[str(tmp_path / "missing.pdf")] == "no such file or directory"
@@ -61,7 +66,9 @@ def test_zip_members_and_unsafe_paths(tmp_path: Path) -> None:
         zf.writestr("z.md", "# Last")
     items, errors = _expand(archive)
     assert [(i.source, i.kind, i.data) for i in items] == [
-        (f"{archive}!dir/good.txt", "txt", b"Good text."), (f"{archive}!z.md", "md", b"# Last")]
+        (f"{archive}!dir/good.txt", "txt", b"Good text."),
+        (f"{archive}!z.md", "md", b"# Last"),
+    ]
     assert "unsafe path" in errors[f"{archive}!../evil.txt"]
     assert "unsafe path" in errors[f"{archive}!/abs/evil.md"]
     assert "nested archive" in errors[f"{archive}!inner.zip"]

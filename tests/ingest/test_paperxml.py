@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.summarize import abstract_copy, body_of
 from ingest.document import IngestError
 from ingest.pipeline import parse_item
 from ingest.sources import InputItem
@@ -39,13 +38,6 @@ def test_sentences_sections_and_abstract_are_kept_exactly(tmp_path: Path) -> Non
         ("1 Introduction", "body"),
         ("2 Method", "body"),
     ]
-    assert len(document.token_ids) > 0 and all(s.token_end > s.token_start for s in document.sentences)
-    body, abstract = body_of(document)
-    assert abstract == 0 and body.text.startswith("We present a fast") and "Abstract" not in body.text
-    cut = abstract_copy(document, "We present a fast statistical tagger for many languages.")
-    assert cut == {1, 2}  # the tagged abstract and its untagged copy at the start of the introduction
-    body, _ = body_of(document, cut)
-    assert body.text == "Taggers assign tags to words.\n\nTrigrams are smoothed.\nUnknown words use suffixes."
 
 
 def test_not_a_paper_and_damaged_xml_are_named(tmp_path: Path) -> None:

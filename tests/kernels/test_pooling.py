@@ -6,7 +6,7 @@ from tolerance import assert_close
 
 from kernels.pooling import weighted_pool, weighted_pool_reference
 from kernels.pooling.reference import quantize_int8_reference
-from model.indexpool.quant import hadamard
+from model.network.indexpool.quant import hadamard
 
 SIZES = [63, 1000, 2049]  # none a multiple of 4 or 8 except 1000 (a multiple of 4 but not of 16·r)
 DTYPES = [torch.float32, torch.float16]

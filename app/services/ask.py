@@ -1,0 +1,276 @@
+"""Questions over collections: the readers that answer them, and the ask service that runs one and records it.
+
+    services.ask.ask(["papers"], "Which dataset did they train on?", top_k=5)
+
+A reader turns a question into an extractive answer with citations; every citation is a sentence of the library
+(its document, page and character span), and the answer is made of cited sentences, each followed by its number.
+
+- ``bm25``: BM25 (SQLite FTS5, Porter stemming) over the sentences of the chosen collections.
+- ``indexpool``: the trained model (``model.inference.qa``) over the collections' index (``app.services.indexes``):
+  the best passages by the evidence score, each cited by its best sentence. It runs only where the checkpoint is
+  installed.
+
+``AskService.ask`` checks the request, runs the reader, optionally a generator writing prose from the citations
+(``app.generators``), and records the answer in the user's session (``storage.sessions``) with a metric record.
+``timings_ms`` holds each stage and, last, ``total``: the whole request up to recording it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from app.generators import GeneratorError, parse_generator
+from app.services.errors import UserError, storage_errors
+from app.services.indexes import IndexService, fingerprint
+from app.services.sessions import SessionService
+from model.inference.qa import Question, answer
+from model.network.checkpoint import CheckpointMissing, indexpool_checkpoint, load_model
+from storage.library import Library
+from storage.metrics import MetricStore
+
+NO_ANSWER = "No sentence in the chosen collections matches the question."
+
+
+@dataclass
+class Citation:
+    doc: int  # document id in the library
+    source: str
+    title: str
+    page: int | None
+    start: int  # character span in the document's extracted text
+    end: int
+    text: str  # == document text[start:end], a sentence of the library
+    score: float
+
+
+@dataclass
+class Generated:
+    """Prose a generator wrote from an answer's citations (which it cites as [1]..[n])."""
+
+    text: str
+    generator: str  # the generator's name, e.g. "hf:/models/qwen"
+
+
+@dataclass
+class Answer:
+    answer: str
+    citations: list[Citation]
+    reader: str
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    generated: Generated | None = None  # when a generator ran
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented ``ask --json`` object; ``generated`` only when a generator ran."""
+        data = {
+            "answer": self.answer,
+            "citations": [asdict(c) for c in self.citations],
+            "timings_ms": self.timings_ms,
+            "reader": self.reader,
+        }
+        if self.generated is not None:
+            data["generated"] = asdict(self.generated)
+        return data
+
+
+class GenerationFailed(UserError):
+    """The generator failed; ``answer`` is the extractive answer, which stands (and was recorded)."""
+
+    def __init__(self, message: str, answer: Answer) -> None:
+        super().__init__(message)
+        self.answer = answer
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 2)
+
+
+def _quote(citations: list[Citation]) -> str:
+    return " ".join(f"{c.text} [{i + 1}]" for i, c in enumerate(citations))
+
+
+# ----------------------------------------------------------------------------------------------- readers
+
+
+class Reader(Protocol):
+    name: str
+
+    def answer(self, collections: list[str], question: str, top_k: int) -> Answer: ...
+
+
+class BM25Reader:
+    """The answer is the best-scoring sentence(s) and the citations are the top-k sentences."""
+
+    name = "bm25"
+
+    def __init__(self, library: Library, answer_sentences: int = 2, relative_score: float = 0.8) -> None:
+        self.library = library
+        self.answer_sentences = answer_sentences  # at most this many sentences form the answer
+        self.relative_score = relative_score  # ...each scoring at least this fraction of the best one
+
+    def answer(self, collections: list[str], question: str, top_k: int) -> Answer:
+        started = time.perf_counter()
+        with storage_errors():
+            hits = self.library.search_sentences(collections, question, limit=top_k)
+        citations = [
+            Citation(h.document_id, h.source, h.title, h.page, h.start, h.end, h.text, round(h.score, 4)) for h in hits
+        ]
+        if not citations:
+            return Answer(NO_ANSWER, [], self.name, {"retrieve": _ms(started)})
+        best = citations[0].score
+        chosen = [c for c in citations[: self.answer_sentences] if c.score >= self.relative_score * best]
+        return Answer(_quote(chosen), citations, self.name, {"retrieve": _ms(started)})
+
+
+class IndexPoolReader:
+    """The trained model: citations are the best sentences of the best-scoring passages; the answer is the cited
+    sentence of the best passage, followed by the second's when its score is within ``answer_margin`` of the best."""
+
+    name = "indexpool"
+
+    def __init__(self, library: Library, indexes: IndexService, answer_margin: float = 0.5) -> None:
+        self.library, self.indexes, self.answer_margin = library, indexes, answer_margin
+
+    def answer(self, collections: list[str], question: str, top_k: int) -> Answer:
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        try:
+            model = load_model()
+        except CheckpointMissing as error:
+            raise UserError(f"{error}; use --reader bm25") from error
+        sources: dict[int, tuple[str, str]] = {}  # document id → (source, title)
+        entries: list[tuple[str, int, str]] = []
+        with storage_errors():
+            for collection in collections:
+                for document in self.library.documents(collection):
+                    if document.status == "ingested" and document.id not in sources:
+                        sources[document.id] = (document.source, document.title)
+                        entries.append((collection, document.id, document.content_hash))
+        timings["load"] = _ms(started)
+        if not entries:
+            return Answer(NO_ANSWER, [], self.name, timings)
+        indexing = time.perf_counter()
+        key = fingerprint(entries, model.weights_id)
+        index = self.indexes.cached(key) or self.indexes.get(model, key, [i for _, i, _ in sorted(entries)])
+        timings["index"] = _ms(indexing)
+        encoding = time.perf_counter()
+        q = Question.encode(model, question)
+        timings["encode_question"] = _ms(encoding)
+        scoring = time.perf_counter()
+        hits = answer(model, index, q, top_k)
+        timings["score"] = _ms(scoring)
+        if not hits:
+            return Answer(NO_ANSWER, [], self.name, timings)
+        citing = time.perf_counter()
+        refs = [
+            (int(index.document_ids[int(index.sentence_document[h.sentence])]), int(index.sentence_number[h.sentence]))
+            for h in hits
+        ]
+        with storage_errors():
+            sentences = self.library.sentences_at(refs)
+        citations = [
+            Citation(s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4))
+            for s, h in zip(sentences, hits, strict=True)
+        ]
+        chosen = [c for c in citations[:2] if c.score >= citations[0].score - self.answer_margin]
+        timings["cite"] = _ms(citing)
+        return Answer(_quote(chosen), citations, self.name, timings)
+
+
+READERS = ("bm25", "indexpool")
+
+
+# ----------------------------------------------------------------------------------------------- the service
+
+
+class AskService:
+    def __init__(self, library: Library, sessions: SessionService, indexes: IndexService, generator: str = "") -> None:
+        """``generator`` is the generator spec the app offers its users (``serve --generator``), "" for none."""
+        self.library, self.sessions = library, sessions
+        self.readers = {"bm25": BM25Reader(library), "indexpool": IndexPoolReader(library, indexes)}
+        self.metrics = MetricStore(library)
+        self.generator = check_generator(generator)
+
+    @staticmethod
+    def available_readers() -> list[str]:
+        """The readers that can run here: "indexpool" only when its checkpoint is installed."""
+        return [name for name in READERS if name != "indexpool" or indexpool_checkpoint().is_file()]
+
+    def default_reader(self) -> str:
+        """The trained model ("indexpool") when its checkpoint is installed, else the BM25 baseline."""
+        return "indexpool" if "indexpool" in self.available_readers() else "bm25"
+
+    def generator_choices(self) -> list[str]:
+        """The generators a user of the app may choose: "off", and the app's own when it has one."""
+        return ["off", self.generator] if self.generator not in ("", "off") else ["off"]
+
+    def ask(
+        self,
+        collections: list[str],
+        question: str,
+        top_k: int = 5,
+        reader: str | None = None,
+        session_id: int | None = None,
+        user: str = "",
+        generator: str = "",
+    ) -> Answer:
+        """Answer ``question`` over ``collections`` with ``reader`` (by default ``default_reader()``; the answer's
+        ``reader`` says which ran); the answer (in ``session_id`` when given, a session of ``user``) and a metric
+        record are stored. With a ``generator`` spec and at least one citation, the generator also writes prose
+        from the citations (``generated``; its time is ``timings_ms["generate"]``); when it fails,
+        ``GenerationFailed`` carries the extractive answer, which is stored all the same."""
+        started = time.perf_counter()
+        reader = reader or self.default_reader()
+        if not question.strip():
+            raise UserError("the question is empty")
+        if not collections:
+            raise UserError("choose at least one collection to ask over")
+        if top_k < 1 or top_k > 100:
+            raise UserError(f"top-k must be between 1 and 100, got {top_k}")
+        if reader not in self.readers:
+            raise UserError(f"unknown reader '{reader}' (readers: {', '.join(READERS)})")
+        writer = parse_generator(check_generator(generator))
+        if session_id is not None:
+            self.sessions.check(session_id, user)
+        result = self.readers[reader].answer(collections, question, top_k)
+        failure = None
+        if writer is not None and result.citations:
+            generating = time.perf_counter()
+            try:
+                result.generated = Generated(writer.generate(question, result.citations), writer.name)
+            except GeneratorError as error:
+                failure = GenerationFailed(f"generator {writer.name} failed: {error}", result)
+            result.timings_ms["generate"] = _ms(generating)
+        ran = {"generator": writer.name} if writer is not None and result.citations else {}
+        result.timings_ms["total"] = _ms(started)
+        self.sessions.store.record_answer(
+            session_id,
+            question,
+            collections,
+            result.answer,
+            result.generated.text if result.generated is not None else None,
+            result.reader,
+            {"top_k": top_k} | ran,
+            result.timings_ms,
+            [asdict(c) for c in result.citations],
+        )
+        self.metrics.add(
+            "ask",
+            result.timings_ms["total"],
+            {"timings_ms": result.timings_ms, "reader": result.reader} | ran,
+            collection=",".join(collections),
+            session_id=session_id,
+        )
+        if failure is not None:
+            raise failure
+        return result
+
+
+def check_generator(spec: str) -> str:
+    """``spec`` stripped, after checking that it names a generator (or none: "" or "off")."""
+    try:
+        parse_generator(spec)
+    except ValueError as error:
+        raise UserError(str(error)) from error
+    return spec.strip()

@@ -1,0 +1,185 @@
+"""Ingestion into a collection: files, folders, zip archives, uploads and in-memory texts, one event per input.
+
+Each input is parsed in the isolated workers of ``ingest.pipeline`` (time and memory caps), counted in model
+tokens, and stored (``Library.store``: one transaction per document).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from app.services.errors import UserError, storage_errors
+from ingest.document import IngestError, ParsedDocument
+from ingest.pipeline import parse_items_isolated
+from ingest.sources import InputItem, Limits, expand_inputs
+from model.tokenizer import load_tokenizer
+from storage.library import Library
+
+
+@dataclass
+class IngestEvent:
+    """What happened to one input (a file, an archive member or a JSONL record)."""
+
+    index: int  # 1-based position among the inputs of this batch
+    total: int
+    source: str
+    status: str  # "ingested", "replaced", "unchanged", "duplicate" or "error"
+    message: str
+    document_id: int | None = None
+    pages: int = 0
+    tokens: int = 0
+    sentences: int = 0
+    needs_ocr_pages: list[int] | None = None
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class IngestSummary:
+    files: int
+    ingested: int
+    unchanged: int
+    errors: int
+    pages: int
+    tokens: int
+    seconds: float
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.seconds if self.seconds else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {"pages_per_s": round(self.pages_per_s, 2), "tokens_per_s": round(self.tokens_per_s)}
+
+    @classmethod
+    def of(cls, events: list[IngestEvent], seconds: float) -> IngestSummary:
+        fresh = [e for e in events if e.status in ("ingested", "replaced")]
+        return cls(
+            files=len(events),
+            ingested=len(fresh),
+            unchanged=sum(e.status in ("unchanged", "duplicate") for e in events),
+            errors=sum(e.status == "error" for e in events),
+            pages=sum(e.pages for e in fresh),
+            tokens=sum(e.tokens for e in fresh),
+            seconds=seconds,
+        )
+
+
+def file_hash(item: InputItem) -> str:
+    digest = hashlib.sha256()
+    if item.data is not None:
+        digest.update(item.data)
+    elif item.path is not None:
+        with open(item.path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+class IngestService:
+    def __init__(self, library: Library) -> None:
+        self.library = library
+
+    def ingest(
+        self,
+        paths: Iterable[Path],
+        collection: str,
+        password: str | None = None,
+        limits: Limits | None = None,
+        workers: int = 2,
+    ) -> Iterator[IngestEvent]:
+        """Ingest files, folders and zip archives into ``collection``, yielding one event per input."""
+        if not collection.strip():
+            raise UserError("--collection needs a non-empty name")
+        limits = limits or Limits()
+        with storage_errors():
+            self.library.ensure_collection(collection)
+        inputs = list(expand_inputs([Path(p).expanduser().resolve() for p in paths], limits))
+        total = len(inputs)
+        index = 0
+        to_parse: list[InputItem] = []
+        for entry in inputs:
+            if isinstance(entry, IngestError):
+                index += 1
+                yield self._store(collection, entry, index, total, 0.0)
+            elif self.library.is_unchanged(collection, entry.source, file_hash(entry)):
+                index += 1
+                yield IngestEvent(index, total, entry.source, "unchanged", "unchanged since the last ingest")
+            else:
+                to_parse.append(entry)
+        for item, results, seconds in parse_items_isolated(to_parse, password, limits, workers):
+            index += 1
+            if not results:
+                results = [IngestError(item.source, "no text found")]
+            for result in results:
+                yield self._store(collection, result, index, total, seconds / len(results))
+
+    def uploads_dir(self, collection: str) -> Path:
+        """Where uploaded files of ``collection`` are kept under the names their users gave them."""
+        safe = re.sub(r"[^\w.-]+", "_", collection).strip("._") or "collection"
+        return self.library.home / "uploads" / safe
+
+    def ingest_uploads(
+        self, files: Iterable[Path], collection: str, password: str | None = None, limits: Limits | None = None
+    ) -> Iterator[IngestEvent]:
+        """Ingest uploaded temporary files: each is first copied into ``uploads_dir`` under its own name, so a
+        changed file uploaded again replaces its earlier version instead of adding a second document."""
+        target = self.uploads_dir(collection)
+        target.mkdir(parents=True, exist_ok=True)
+        staged: list[Path] = []
+        for file in files:
+            destination = target / Path(file).name
+            if destination in staged:  # two uploads with the same name in one batch
+                destination = target / f"{destination.stem}-{len(staged)}{destination.suffix}"
+            shutil.copyfile(file, destination)
+            staged.append(destination)
+        yield from self.ingest(staged, collection, password, limits)
+
+    def ingest_texts(self, documents: Iterable[ParsedDocument], collection: str) -> Iterator[IngestEvent]:
+        """Store documents already parsed in memory (e.g. the embedded standard-library sample)."""
+        documents = list(documents)
+        for index, parsed in enumerate(documents, start=1):
+            yield self._store(collection, parsed, index, len(documents), 0.0)
+
+    def _store(
+        self, collection: str, result: ParsedDocument | IngestError, index: int, total: int, seconds: float
+    ) -> IngestEvent:
+        with storage_errors():
+            return self._store_one(collection, result, index, total, seconds)
+
+    def _store_one(
+        self, collection: str, result: ParsedDocument | IngestError, index: int, total: int, seconds: float
+    ) -> IngestEvent:
+        if isinstance(result, IngestError):
+            stored = self.library.record_error(collection, result.source, result.reason)
+            return IngestEvent(
+                index, total, result.source, "error", stored.message, stored.document_id, seconds=seconds
+            )
+        tokens = load_tokenizer().count(result.text)
+        stored = self.library.store(collection, result, tokens)
+        message = stored.message or "; ".join(result.warnings)
+        return IngestEvent(
+            index,
+            total,
+            result.source,
+            stored.status,
+            message,
+            stored.document_id,
+            pages=len(result.pages),
+            tokens=tokens,
+            sentences=len(result.sentences),
+            needs_ocr_pages=result.needs_ocr_pages,
+            seconds=seconds,
+        )

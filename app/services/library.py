@@ -1,0 +1,149 @@
+"""The library as users see it: collections, documents, removal, and a citation shown in its context or page."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pypdfium2 as pdfium
+from PIL import Image
+
+from app.services.errors import UserError, storage_errors
+from storage.library import CollectionInfo, Library
+from storage.models import Document
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A cited span in its context: ``before + quote + after`` is a stretch of the document's text (of its page for
+    a PDF) and ``quote`` is exactly ``text[start:end]``; ``cut_before``/``cut_after`` say whether the page (or the
+    document) goes on beyond it."""
+
+    document_id: int
+    title: str
+    kind: str
+    page: int | None
+    before: str
+    quote: str
+    after: str
+    cut_before: bool
+    cut_after: bool
+
+
+class LibraryService:
+    def __init__(self, library: Library) -> None:
+        self.library = library
+
+    def collections(self) -> list[CollectionInfo]:
+        return self.library.collections()
+
+    def collection_names(self) -> list[str]:
+        return self.library.collection_names()
+
+    def documents(self, collection: str) -> list[Document]:
+        with storage_errors():
+            return self.library.documents(collection)
+
+    def ingested(self, collection: str) -> list[Document]:
+        return [d for d in self.documents(collection) if d.status == "ingested"]
+
+    def remove(self, collection: str, refs: list[str]) -> list[Document]:
+        """Remove documents of ``collection`` named by id, source or title; an uploaded copy goes with its
+        document."""
+        documents = self.documents(collection)
+        chosen: list[Document] = []
+        for ref in refs:
+            matches = [d for d in documents if ref in (str(d.id), d.source, d.title, Path(d.source).name)]
+            if not matches:
+                raise UserError(f"no document '{ref}' in collection '{collection}'")
+            if len(matches) > 1:
+                ids = ", ".join(str(d.id) for d in matches)
+                raise UserError(f"'{ref}' names several documents in '{collection}' (ids {ids}); use an id")
+            chosen.append(matches[0])
+        with storage_errors():
+            removed = [self.library.remove_document(d.id) for d in chosen]
+        uploads = self.library.home / "uploads"
+        for document in removed:
+            if Path(document.source).parent.parent == uploads:
+                Path(document.source).unlink(missing_ok=True)
+        return removed
+
+    def remove_collection(self, collection: str) -> int:
+        with storage_errors():
+            return self.library.remove_collection(collection)
+
+    def document(self, document_id: int) -> Document:
+        document = self.library.document(document_id, with_text=True)
+        if document is None or document.status != "ingested":
+            raise UserError(f"document {document_id} is no longer in the library")
+        return document
+
+    # ----------------------------------------------------------------- citations and pages
+
+    def evidence(self, document_id: int, start: int, end: int, page: int | None = None, context: int = 600) -> Evidence:
+        """The span ``[start, end)`` of the document with up to ``context`` characters either side, cut at word
+        boundaries and, when ``page`` is given, kept inside that page."""
+        document = self.document(document_id)
+        text = document.text
+        if not 0 <= start < end <= len(text):
+            raise UserError(f"characters {start}-{end} are outside document {document_id} ({len(text)} characters)")
+        low, high = 0, len(text)
+        if page is not None:
+            low, high = self.library.page_span(document_id, page) or (low, high)
+        first, last = max(low, start - context), min(high, end + context)
+        if first > low:  # start after the first whitespace, not inside a word
+            first = next((m.end() for m in re.finditer(r"\s+", text[first:start])), 0) + first
+        if last < high:
+            last = next((end + m.start() for m in re.finditer(r"\s+\S*$", text[end:last])), last)
+        return Evidence(
+            document_id,
+            document.title,
+            document.kind,
+            page,
+            text[first:start],
+            text[start:end],
+            text[end:last],
+            first > low,
+            last < high,
+        )
+
+    def render_page(self, document_id: int, page: int, scale: float = 1.5) -> Image.Image:
+        """Page ``page`` (1-based) of the document's PDF, from its stored or uploaded file, as an image."""
+        document = self.document(document_id)
+        if document.kind != "pdf":
+            raise UserError(f"'{document.title}' is not a PDF: it has no pages to show")
+        if not 1 <= page <= document.pages:
+            raise UserError(f"'{document.title}' has pages 1-{document.pages}, not {page}")
+        data = source_bytes(document)
+        if hashlib.sha256(data).hexdigest() != document.content_hash:
+            raise UserError(
+                f"the file of '{document.title}' changed since it was ingested ({document.source}); "
+                "ingest it again to see its pages"
+            )
+        try:
+            pdf = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as error:
+            raise UserError(f"cannot open the PDF of '{document.title}': {error}") from error
+        try:
+            return pdf[page - 1].render(scale=scale).to_pil()
+        finally:
+            pdf.close()
+
+
+def source_bytes(document: Document) -> bytes:
+    """The bytes of the document's source: a file, or a member of a (nested) zip archive ``a.zip!b/c.pdf``."""
+    path, *members = [document.source] if Path(document.source).exists() else document.source.split("!")
+    try:
+        data = Path(path).read_bytes()
+        for member in members:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                data = archive.read(member)
+    except (OSError, KeyError, zipfile.BadZipFile) as error:
+        raise UserError(
+            f"the file of '{document.title}' is gone ({document.source}): ingest it again to see its pages"
+        ) from error
+    return data

@@ -1,0 +1,80 @@
+"""The Gradio app behind ``indexpool serve``: one module per tab, each building from ``app.services`` only.
+
+Errors the services report (``UserError``) reach the user as a warning toast and a one-line message, never as a
+stack trace.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from app.sample import build_sample
+from app.services import Services
+from app.ui.ask import ask_tab
+from app.ui.common import bind
+from app.ui.dashboard import dashboard_tab
+from app.ui.library import delete_document, documents_table, ingest_files, library_tab, refresh
+from app.ui.settings import settings_tab
+from app.ui.summarize import summarize_tab
+from ingest.sources import Limits
+
+# Offline means offline: system fonts instead of the default theme's web fonts.
+THEME = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
+
+
+def build_app(services: Services) -> gr.Blocks:
+    """The Blocks app: the tabs, and the Library events that also update the Ask tab's collections."""
+    with gr.Blocks(title="IndexPool", analytics_enabled=False) as app:
+        gr.Markdown("# IndexPool\nLong documents in, cited answers out.")
+        with gr.Tabs():
+            library = library_tab()
+            ask = ask_tab(services, app)
+            summarize_tab(services)
+            dashboard_tab(services)
+            settings_tab(services)
+        views = [library.collection, library.documents, ask.collections]
+        app.load(bind(refresh, services), [library.collection, ask.collections], views, api_name="refresh")
+        library.collection.change(
+            bind(documents_table, services), library.collection, library.documents, api_name="documents"
+        )
+        library.ingest.click(
+            bind(ingest_files, services),
+            [library.upload, library.collection, library.password, ask.collections],
+            [library.log, *views],
+            api_name="ingest",
+        )
+        library.delete.click(
+            bind(delete_document, services),
+            [library.collection, library.reference, ask.collections],
+            [library.status, *views],
+            api_name="delete",
+        )
+    return app
+
+
+def serve(
+    services: Services,
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    build_sample_if_empty: bool = True,
+    auth: list[tuple[str, str]] | None = None,
+) -> None:
+    """Start the app on ``host:port`` (never shared); an empty library gets the sample library first. With
+    ``auth`` (user, password) pairs a login is required, and each user sees only their own sessions and settings."""
+    if build_sample_if_empty and not services.library.collections():
+        build_sample(services, progress=print)
+    app = build_app(services)
+    app.queue().launch(
+        server_name=host,
+        server_port=port,
+        share=False,
+        quiet=True,
+        show_error=False,
+        ssr_mode=False,
+        max_file_size=Limits().max_file_bytes,  # the same cap as the CLI's --max-file-mb default
+        auth=auth,
+        prevent_thread_lock=True,
+        theme=THEME,
+    )
+    print(f"IndexPool is running at {app.local_url} (Ctrl+C to stop)", flush=True)
+    app.block_thread()

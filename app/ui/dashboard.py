@@ -1,0 +1,209 @@
+"""The Dashboard tab: latency per stage and its distribution, p50/p95 per kind of request, request counts, the
+indexer key-cache memory of each collection, and the indexer benchmark at a chosen length."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from app.services import Services, UserError
+from app.services.metrics import BENCH_TOKENS
+from app.ui.common import PRIVATE, bind, fail, user_of
+
+BENCH_COLUMNS = ["method", "latency ms", "cache MiB", "recall@512", "recall@2048", "needle F1"]
+
+
+def _figure(title: str) -> tuple[Figure, Any]:
+    figure = Figure(figsize=(6.4, 3.4), layout="constrained")
+    axes = figure.add_subplot()
+    axes.set_title(title, fontsize=11)
+    return figure, axes
+
+
+def _no_data(axes: Any, message: str) -> None:
+    axes.text(0.5, 0.5, message, ha="center", va="center", transform=axes.transAxes, color="grey")
+    axes.set_xticks([])
+    axes.set_yticks([])
+
+
+def stage_plot(records: list[dict[str, Any]]) -> Figure:
+    """Each request's per-stage latency over time, one line per kind and stage."""
+    figure, axes = _figure("Latency per stage")
+    series: dict[str, tuple[list[Any], list[float]]] = {}
+    for record in records:
+        for stage, ms in record["data"].get("timings_ms", {}).items():
+            times, values = series.setdefault(f"{record['kind']}: {stage}", ([], []))
+            times.append(record["created_at"])
+            values.append(ms)
+    if not series:
+        _no_data(axes, "no requests yet")
+        return figure
+    for name, (times, values) in sorted(series.items()):
+        axes.plot(times, values, marker="o", markersize=3, label=name)
+    axes.set_ylabel("ms")
+    axes.legend(fontsize=8)
+    figure.autofmt_xdate()
+    return figure
+
+
+def latency_histogram(records: list[dict[str, Any]]) -> Figure:
+    """The distribution of total latency, per kind of request."""
+    figure, axes = _figure("Total latency distribution")
+    kinds = sorted({r["kind"] for r in records})
+    if not kinds:
+        _no_data(axes, "no requests yet")
+        return figure
+    for kind in kinds:
+        axes.hist([r["total_ms"] for r in records if r["kind"] == kind], bins=20, alpha=0.6, label=kind)
+    axes.set_xlabel("ms")
+    axes.set_ylabel("requests")
+    axes.legend(fontsize=8)
+    return figure
+
+
+def request_counts(records: list[dict[str, Any]]) -> Figure:
+    figure, axes = _figure("Requests by kind")
+    counts = pd.Series([r["kind"] for r in records], dtype=object).value_counts().sort_index()
+    if counts.empty:
+        _no_data(axes, "no requests yet")
+        return figure
+    axes.bar(counts.index, counts.values, color="tab:blue")
+    axes.set_ylabel("requests")
+    return figure
+
+
+def latency_table(records: list[dict[str, Any]]) -> str:
+    """Total latency p50 and p95 per kind of request, as a Markdown table."""
+    if not records:
+        return "No requests recorded yet."
+    lines = ["| requests | count | p50 ms | p95 ms |", "|---|---:|---:|---:|"]
+    for kind in sorted({r["kind"] for r in records}):
+        totals = np.array([r["total_ms"] for r in records if r["kind"] == kind])
+        p50, p95 = np.percentile(totals, [50, 95])
+        lines.append(f"| {kind} | {len(totals)} | {p50:.1f} | {p95:.1f} |")
+    return "\n".join(lines)
+
+
+def memory_plot(rows: list[dict[str, Any]]) -> Figure:
+    """Indexer key-cache memory per collection and method."""
+    figure, axes = _figure("Indexer key cache per collection")
+    if not rows:
+        _no_data(axes, "no collections yet")
+        return figure
+    table = pd.DataFrame(rows).pivot(index="collection", columns="method", values="bytes")
+    table = table[sorted(table.columns, key=lambda method: (method != "uncompressed", method))] / 2**20
+    width = 0.8 / len(table.columns)
+    for offset, method in enumerate(table.columns):
+        axes.bar(np.arange(len(table)) + offset * width, table[method], width, label=method)
+    axes.set_xticks(np.arange(len(table)) + width * (len(table.columns) - 1) / 2, table.index)
+    axes.set_ylabel("MiB")
+    axes.legend(fontsize=8)
+    return figure
+
+
+def dashboard(services: Services, request: gr.Request) -> tuple[Figure, Figure, Figure, str, Figure]:
+    """The dashboard's plots from the recorded metrics and the library's token counts (the cache memory at the
+    user's pooling ratio)."""
+    records = services.metrics.records()
+    try:
+        ratio = services.settings.settings(user_of(request))["ratio"]
+    except UserError as error:
+        fail(error)
+        ratio = 4
+    return (
+        stage_plot(records),
+        latency_histogram(records),
+        request_counts(records),
+        latency_table(records),
+        memory_plot(services.metrics.cache_memory(ratio)),
+    )
+
+
+def bench_plot(methods: dict[str, dict[str, float]], tokens: int) -> Figure:
+    """Latency and cache bytes per method of one benchmark run."""
+    figure = Figure(figsize=(9, 3.4), layout="constrained")
+    latency, memory = figure.subplots(1, 2)
+    names = list(methods)
+    latency.barh(names, [m["latency_ms"] for m in methods.values()], color="tab:orange")
+    latency.set_xlabel("ms per indexer step")
+    latency.invert_yaxis()
+    memory.barh(names, [m["cache_bytes"] / 2**20 for m in methods.values()], color="tab:green")
+    memory.set_xlabel("cache MiB")
+    memory.invert_yaxis()
+    memory.set_yticklabels([])
+    figure.suptitle(f"Indexer benchmark at {tokens:,} tokens", fontsize=11)
+    return figure
+
+
+def run_bench(services: Services, tokens: float | None) -> tuple[pd.DataFrame, Any, str]:
+    """Run the indexer benchmark at ``tokens`` tokens: its table, its plot and a status line."""
+    try:
+        result = services.metrics.run_indexer_bench(int(tokens or 0))
+    except UserError as error:
+        return pd.DataFrame(columns=BENCH_COLUMNS), gr.skip(), fail(error)
+    methods = result["methods"]
+    table = pd.DataFrame(
+        [
+            [
+                name,
+                m["latency_ms"],
+                round(m["cache_bytes"] / 2**20, 3),
+                m["recall@512"],
+                m["recall@2048"],
+                m["needle_f1"],
+            ]
+            for name, m in methods.items()
+        ],
+        columns=BENCH_COLUMNS,
+    )
+    setting = result["setting"]
+    status = (
+        f"{result['tokens']:,} tokens on {setting['device']} ({setting['cpu']}), {setting['queries']} queries, "
+        f"median of {setting['steps']} timed steps"
+    )
+    return table, bench_plot(methods, result["tokens"]), status
+
+
+def dashboard_tab(services: Services) -> None:
+    """The tab, its components and their events."""
+    with gr.Tab("Dashboard", id="dashboard") as tab:
+        refresh = gr.Button("Refresh", elem_id="dashboard-refresh")
+        with gr.Row():
+            stages = gr.Plot(label="Latency per stage over time", elem_id="plot-stages")
+            histogram = gr.Plot(label="Total latency distribution", elem_id="plot-histogram")
+        with gr.Row():
+            counts = gr.Plot(label="Requests by kind", elem_id="plot-counts")
+            with gr.Column():
+                percentiles = gr.Markdown(elem_id="latency-percentiles")
+                memory = gr.Plot(label="Indexer cache memory per collection", elem_id="plot-memory")
+        gr.Markdown(
+            "**Indexer benchmark** (`indexpool bench`): latency, cache bytes and recall of each indexer "
+            "method at one context length. The first run encodes the benchmark text (about a minute on a "
+            "CPU); later runs take seconds."
+        )
+        with gr.Row(equal_height=True):
+            bench_tokens = gr.Number(
+                value=32768,
+                minimum=BENCH_TOKENS[0],
+                maximum=BENCH_TOKENS[1],
+                precision=0,
+                label="Context length (tokens)",
+                elem_id="bench-tokens",
+            )
+            bench_button = gr.Button("Run the indexer benchmark", elem_id="bench-btn")
+        bench_status = gr.Markdown(elem_id="bench-status")
+        bench_table = gr.Dataframe(headers=BENCH_COLUMNS, label="Benchmark", interactive=False, elem_id="bench-table")
+        bench_chart = gr.Plot(label="Benchmark: latency and cache per method", elem_id="plot-bench")
+    views = [stages, histogram, counts, percentiles, memory]
+    gr.on([tab.select, refresh.click], bind(dashboard, services), None, views, **PRIVATE)
+    bench_button.click(
+        bind(run_bench, services),
+        bench_tokens,
+        [bench_table, bench_chart, bench_status],
+        concurrency_limit=1,
+        **PRIVATE,
+    ).then(bind(dashboard, services), None, views, **PRIVATE)

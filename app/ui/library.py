@@ -1,0 +1,175 @@
+"""The Library tab: upload files into a collection with a per-file log, the documents table, deleting a document."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from app.services import Services, UserError
+from app.services.ingest import IngestEvent, IngestSummary
+from app.ui.common import fail
+
+DEFAULT_COLLECTION = "default"
+UPLOAD_TYPES = [".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".xml", ".zip"]
+DOCUMENT_COLUMNS = ["id", "title", "status", "pages", "tokens", "needs OCR", "error"]
+UNCHANGED = (gr.skip(), gr.skip(), gr.skip())  # the three library views, left as they are
+
+
+def documents_table(services: Services, collection: str) -> pd.DataFrame:
+    """The documents of ``collection`` (an empty table for a collection not created yet)."""
+    if collection not in services.library.collection_names():
+        return pd.DataFrame(columns=DOCUMENT_COLUMNS)
+    rows = [
+        [
+            d.id,
+            d.title,
+            d.status,
+            d.pages,
+            d.tokens,
+            ", ".join(map(str, d.needs_ocr_pages)) if d.needs_ocr_pages else "",
+            d.error or "",
+        ]
+        for d in services.library.documents(collection)
+    ]
+    return pd.DataFrame(rows, columns=DOCUMENT_COLUMNS)
+
+
+def refresh(services: Services, collection: str, asked: list[str] | None) -> tuple[Any, pd.DataFrame, Any]:
+    """Current collection choices for both tabs and the chosen collection's documents."""
+    names = services.library.collection_names()
+    library_choices = sorted({*names, collection or DEFAULT_COLLECTION})
+    ask_value = [name for name in asked or [] if name in names]
+    return (
+        gr.update(choices=library_choices),
+        documents_table(services, collection),
+        gr.update(choices=names, value=ask_value),
+    )
+
+
+def _upload_folders(services: Services) -> re.Pattern[str]:
+    """The library's folder of uploaded files, as it appears in sources and messages."""
+    return re.compile(re.escape(f"{services.home.resolve()}/uploads/") + r"[^/]+/")
+
+
+def _display_name(text: str, upload_folders: re.Pattern[str]) -> str:
+    """A source (or a message naming sources) with uploaded files shown by the names the user gave them."""
+    return upload_folders.sub("", text)
+
+
+def _event_line(event: IngestEvent, upload_folders: re.Pattern[str]) -> str:
+    line = f"[{event.index}/{event.total}] {_display_name(event.source, upload_folders)}: {event.status}"
+    if event.status in ("ingested", "replaced"):
+        line += f" ({event.pages} pages, {event.tokens:,} tokens, {event.sentences:,} sentences, {event.seconds:.1f} s)"
+    if event.needs_ocr_pages:
+        line += f" - needs OCR: no text on pages {', '.join(map(str, event.needs_ocr_pages))}"
+    if event.message:
+        line += f" - {_display_name(event.message, upload_folders)}"
+    return line
+
+
+def ingest_files(
+    services: Services,
+    files: list[str] | None,
+    collection: str,
+    password: str,
+    asked: list[str] | None,
+    progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way to ask for a progress tracker)
+) -> Iterator[tuple[Any, ...]]:
+    """Ingest the uploaded files into ``collection``, streaming one log line per input.
+
+    Yields (log, collection choices, documents table, Ask collection choices); the last three only at the end.
+    """
+    if not files:
+        yield fail(UserError("choose one or more files to upload first")), *UNCHANGED
+        return
+    upload_folders = _upload_folders(services)
+    lines = [f"ingesting {len(files)} uploaded file(s) into '{collection}' ..."]
+    yield "\n".join(lines), *UNCHANGED
+    progress(0, desc="reading the uploaded files")
+    started = time.perf_counter()
+    events: list[IngestEvent] = []
+    try:
+        for event in services.ingest.ingest_uploads([Path(f) for f in files], collection, password or None):
+            events.append(event)
+            lines.append(_event_line(event, upload_folders))
+            progress((event.index, event.total), desc=_display_name(event.source, upload_folders), unit="files")
+            yield "\n".join(lines), *UNCHANGED
+    except UserError as error:
+        lines.append(fail(error))
+    else:
+        summary = IngestSummary.of(events, time.perf_counter() - started)
+        lines.append(
+            f"done: {summary.files} inputs, {summary.ingested} ingested, {summary.unchanged} unchanged, "
+            f"{summary.errors} failed; {summary.pages} pages, {summary.tokens:,} tokens "
+            f"in {summary.seconds:.1f} s ({summary.pages_per_s:.1f} pages/s, "
+            f"{summary.tokens_per_s:,.0f} tokens/s)"
+        )
+    yield "\n".join(lines), *refresh(services, collection, asked)
+
+
+def delete_document(services: Services, collection: str, reference: str, asked: list[str] | None) -> tuple[Any, ...]:
+    """Remove one document (by id or title) from ``collection``; returns a status line and refreshed views."""
+    if not reference.strip():
+        return fail(UserError("type the id or title of the document to delete")), *UNCHANGED
+    try:
+        removed = services.library.remove(collection, [reference.strip()])
+    except UserError as error:
+        return fail(error), *UNCHANGED
+    names = ", ".join(f"{d.id} ({d.title})" for d in removed)
+    return f"removed {names} from '{collection}'", *refresh(services, collection, asked)
+
+
+@dataclass
+class LibraryTab:
+    collection: gr.Dropdown
+    password: gr.Textbox
+    upload: gr.File
+    ingest: gr.Button
+    log: gr.Textbox
+    documents: gr.Dataframe
+    reference: gr.Textbox
+    delete: gr.Button
+    status: gr.Markdown
+
+
+def library_tab() -> LibraryTab:
+    """The tab's components (the events are wired in ``app.ui.app``: they update the Ask tab too)."""
+    with gr.Tab("Library", id="library"):
+        with gr.Row():
+            collection = gr.Dropdown(
+                choices=[DEFAULT_COLLECTION],
+                value=DEFAULT_COLLECTION,
+                allow_custom_value=True,
+                label="Collection",
+                info="choose one or type a new name",
+                elem_id="collection",
+            )
+            password = gr.Textbox(label="PDF password (optional)", type="password", elem_id="pdf-password")
+        upload = gr.File(
+            file_count="multiple",
+            file_types=UPLOAD_TYPES,
+            label="Files (PDF, text, Markdown, HTML, JSONL or a .zip of them)",
+            elem_id="upload",
+        )
+        ingest = gr.Button("Ingest", variant="primary", elem_id="ingest-btn")
+        log = gr.Textbox(label="Ingestion log", lines=8, max_lines=20, interactive=False, elem_id="ingest-log")
+        documents = gr.Dataframe(
+            headers=DOCUMENT_COLUMNS,
+            label="Documents",
+            interactive=False,
+            wrap=True,
+            column_widths=["6%", "38%", "9%", "7%", "9%", "10%", "21%"],
+            elem_id="documents",
+        )
+        with gr.Row():
+            reference = gr.Textbox(label="Document to delete (id or title)", elem_id="delete-id", scale=3)
+            delete = gr.Button("Delete", variant="stop", elem_id="delete-btn", scale=1)
+        status = gr.Markdown(elem_id="library-status")
+    return LibraryTab(collection, password, upload, ingest, log, documents, reference, delete, status)

@@ -1,0 +1,139 @@
+"""The Summarize tab: one document, several, or a whole collection within a word budget, as whole sentences in
+reading order with their citations, and ROUGE against each document's abstract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from app.services import Services, UserError
+from app.services.summaries import DEFAULT_BUDGET_WORDS, MAX_BUDGET_WORDS, ROUGE_NAMES, Summary
+from app.ui.common import PRIVATE, bind, escape_markdown, fail, user_of
+
+SUMMARY_COLUMNS = ["#", "sentence", "document", "page"]
+
+
+def summary_collections(services: Services, chosen: str | None, request: gr.Request) -> tuple[Any, Any, str]:
+    """The collections to summarize (keeping ``chosen`` while it exists), the chosen one's documents and the
+    user's summarizer."""
+    names = services.library.collection_names()
+    chosen = chosen if chosen in names else (names[0] if names else None)
+    try:
+        summarizer = services.settings.settings(user_of(request))["summarizer"]
+    except UserError as error:
+        fail(error)
+        summarizer = "indexpool"
+    return gr.update(choices=names, value=chosen), summary_documents(services, chosen), summarizer
+
+
+def summary_documents(services: Services, collection: str | None) -> Any:
+    """The ingested documents of ``collection`` to choose from (none chosen: the whole collection)."""
+    if not collection or collection not in services.library.collection_names():
+        return gr.update(choices=[], value=[])
+    choices = [(f"{d.id}: {d.title}", d.id) for d in services.library.ingested(collection)]
+    return gr.update(choices=choices, value=[])
+
+
+def _summary_view(summary: Summary) -> tuple[str, pd.DataFrame, str]:
+    """The label line, the sentences table (reading order, with their citations) and the ROUGE lines."""
+    done = [d for d in summary.documents if not d.error]
+    words = sum(len(s["text"].split()) for d in done for s in d.sentences)
+    label = (
+        f"**{escape_markdown(summary.label)}** · {summary.scope} of '{escape_markdown(summary.collection)}': "
+        f"{len(done)} of {len(summary.documents)} documents, {words} words "
+        f"(budget {summary.budget_words} per document) in {summary.seconds:.1f} s"
+    )
+    rows = [
+        [number, " ".join(s["text"].split()), d.title, "" if s["page"] is None else s["page"]]
+        for d in done
+        for number, s in enumerate(d.sentences, start=1)
+    ]
+    notes = []
+    for d in summary.documents:
+        if d.error:
+            notes.append(f"- {escape_markdown(d.title)}: no summary ({escape_markdown(d.error)})")
+        elif d.rouge:
+            scores = ", ".join(f"{ROUGE_NAMES[k]} {v:.3f}" for k, v in d.rouge.items())
+            notes.append(f"- {escape_markdown(d.title)}: ROUGE F1 against its abstract: {scores}")
+        else:
+            notes.append(f"- {escape_markdown(d.title)}: no abstract, so no ROUGE")
+    return label, pd.DataFrame(rows, columns=SUMMARY_COLUMNS), "\n".join(notes)
+
+
+def summarize(
+    services: Services,
+    collection: str | None,
+    document_ids: list[int] | None,
+    budget_words: float,
+    summarizer: str,
+    request: gr.Request,
+    progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way to ask for a progress tracker)
+) -> tuple[str, pd.DataFrame, str]:
+    """Summarize the chosen documents (or the whole collection) within ``budget_words`` words each."""
+
+    def report(done: int, total: int, title: str) -> None:
+        progress((done, total), desc=f"summarizing {title}", unit="documents")
+
+    try:
+        if not collection:
+            raise UserError("choose a collection to summarize")
+        summary = services.summaries.summarize(
+            collection, document_ids or [], int(budget_words or 0), summarizer, user_of(request), report
+        )
+    except UserError as error:
+        return f"**{escape_markdown(fail(error))}**", pd.DataFrame(columns=SUMMARY_COLUMNS), ""
+    return _summary_view(summary)
+
+
+@dataclass
+class SummarizeTab:
+    tab: gr.Tab
+    collection: gr.Dropdown
+
+
+def summarize_tab(services: Services) -> SummarizeTab:
+    """The tab, its components and their events."""
+    choices = [(label, name) for name, label in services.summaries.summarizers().items()]
+    with gr.Tab("Summarize", id="summarize") as tab:
+        with gr.Row():
+            collection = gr.Dropdown(label="Collection", elem_id="summary-collection")
+            documents = gr.Dropdown(
+                multiselect=True,
+                label="Documents",
+                info="one, several, or none for the whole collection",
+                elem_id="summary-documents",
+            )
+        with gr.Row():
+            budget = gr.Number(
+                value=DEFAULT_BUDGET_WORDS,
+                minimum=1,
+                maximum=MAX_BUDGET_WORDS,
+                precision=0,
+                label="Word budget per document (whole sentences: the last may run over)",
+                elem_id="summary-budget",
+            )
+            summarizer = gr.Dropdown(choices, value="indexpool", label="Summarizer", elem_id="summarizer")
+        button = gr.Button("Summarize", variant="primary", elem_id="summarize-btn")
+        label = gr.Markdown(elem_id="summary-label")
+        table = gr.Dataframe(
+            headers=SUMMARY_COLUMNS,
+            label="Summary sentences in reading order, with their citations",
+            interactive=False,
+            wrap=True,
+            column_widths=["5%", "63%", "24%", "8%"],
+            elem_id="summary",
+        )
+        rouge = gr.Markdown(elem_id="summary-rouge")
+    tab.select(bind(summary_collections, services), collection, [collection, documents, summarizer], **PRIVATE)
+    collection.input(bind(summary_documents, services), collection, documents, **PRIVATE)
+    button.click(
+        bind(summarize, services),
+        [collection, documents, budget, summarizer],
+        [label, table, rouge],
+        api_name="summarize",
+        concurrency_limit=1,  # one summary at a time: the machine's cores are shared
+    )
+    return SummarizeTab(tab, collection)

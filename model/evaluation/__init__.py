@@ -1,5 +1,0 @@
-"""Evaluation of the IndexPool model against its baselines: ``indexpool eval qa|summarize|niah``.
-
-See :mod:`model.evaluation.cli` for the command line, :mod:`model.evaluation.systems` for how a system plugs in,
-and :mod:`model.evaluation.datasets` for the conversion of the shared development data.
-"""

@@ -1,0 +1,309 @@
+"""Questions over a collection: its index (one typed object: build, save, load) and the evidence score that reads it.
+
+    index = CollectionIndex.build(model, documents)     # streaming prefill of each document through the stack
+    arrays = index.to_arrays(); CollectionIndex.from_arrays(arrays, documents_ids, model.weights_id)
+    hits = answer(model, index, "What did they decide about the budget?", k=5)
+
+Building encodes each document as its own stream (``HybridModel.prefill``: the linear-attention stream and the
+IndexPool sparse stream, whose indexer selects blocks with ``kernels.indexer_topk``) and keeps, per passage and per
+sentence, its pooled state's unit embedding and its token ids; no token state is kept.
+
+Evidence score of a passage p for a question q (each term z-scored over the collection's passages):
+
+    match      TokenMatchHead: weighted MaxSim of the question's tokens against p's tokens over the distilled token
+               embeddings, plus its document term (see ``model.network.hybrid.heads.TokenMatchHead``)
+    semantic   cos(E_q, E_p)               EvidenceHead over the question's and p's pooled states
+    doc        cos(E_q, mean of E_p' in p's document)   which document (meeting, paper) the question is about
+
+``score = w_match · match + w_sem · semantic + w_doc · doc`` with the checkpoint's :class:`EvidenceWeights` (fitted by
+training on QMSum train meetings held out of every stage). The answer cites, for each of the best k passages, the
+sentence that best answers the question (the match and semantic terms over the passage's sentences): a sentence of
+the library, named by its document and its index among the document's sentences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model.inference.passages import DocumentText, pack_passages
+from model.network.checkpoint import Model
+from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
+
+FORMAT = 2  # of the arrays; arrays of another format are rebuilt
+MAX_QUESTION_TOKENS = 128
+
+
+@dataclass
+class TokenBags:
+    """Spans (passages or sentences) as flat distinct token ids: what ``TokenMatchHead.match`` reads."""
+
+    token_ids: torch.Tensor  # (N,) int64 distinct ids of each span, spans in order
+    owner: torch.Tensor  # (N,) int64 span of each entry
+    lengths: torch.Tensor  # (P,) int64 tokens of each span
+
+    @classmethod
+    def build(cls, spans: Sequence[np.ndarray]) -> TokenBags:
+        distinct = [np.unique(ids) for ids in spans]
+        token_ids = np.concatenate(distinct + [np.zeros(0, np.int64)]).astype(np.int64)
+        owner = np.repeat(np.arange(len(spans)), [len(d) for d in distinct])
+        return cls(
+            torch.as_tensor(token_ids),
+            torch.as_tensor(owner, dtype=torch.int64),
+            torch.as_tensor([len(ids) for ids in spans], dtype=torch.int64),
+        )
+
+    def select(self, rows: np.ndarray) -> TokenBags:
+        """The spans ``rows`` (in that order), renumbered from 0."""
+        owner = self.owner.numpy()
+        first, last = np.searchsorted(owner, rows, "left"), np.searchsorted(owner, rows, "right")
+        entries = torch.as_tensor(np.concatenate([np.arange(a, b) for a, b in zip(first, last, strict=True)]))
+        new_owner = torch.as_tensor(np.repeat(np.arange(len(rows)), last - first))
+        return TokenBags(self.token_ids[entries], new_owner, self.lengths[torch.as_tensor(rows)])
+
+    def slice(self, first: int, last: int) -> TokenBags:
+        """The spans [first, last), renumbered from 0."""
+        a, b = (int(torch.searchsorted(self.owner, v)) for v in (first, last))
+        return TokenBags(self.token_ids[a:b], self.owner[a:b] - first, self.lengths[first:last])
+
+
+def inverse_document_frequency(bags: TokenBags, vocab_size: int) -> torch.Tensor:
+    """log(1 + (P − df + 0.5) / (df + 0.5)) of every piece, df = spans holding it.  → (V,)"""
+    df = np.bincount(bags.token_ids.numpy(), minlength=vocab_size)
+    n = bags.lengths.shape[0]
+    return torch.as_tensor(np.log1p((n - df + 0.5) / (df + 0.5)), dtype=torch.float32)
+
+
+@dataclass
+class CollectionIndex:
+    """The indexed documents: passages (runs of sentences), sentences, their embeddings and token bags."""
+
+    weights_id: str  # of the checkpoint that built it
+    document_ids: list[str]  # (D,)
+    sentence_document: torch.Tensor  # (S,) int64 row in document_ids of each sentence
+    sentence_number: torch.Tensor  # (S,) int64 index of each sentence among its document's sentences
+    sentence_spans: torch.Tensor  # (S, 2) int64 character spans in its document's text
+    passage_first: torch.Tensor  # (P + 1,) int64 passage p holds sentences [first[p], first[p + 1])
+    passage_spans: torch.Tensor  # (P, 2) int64 character spans
+    passage_emb: torch.Tensor  # (P, e) unit
+    sentence_emb: torch.Tensor  # (S, e) unit
+    passage_tokens: TokenBags
+    sentence_tokens: TokenBags
+    idf: torch.Tensor  # (V,) over the collection's passages
+
+    def __post_init__(self) -> None:
+        self.passage_document = self.sentence_document[self.passage_first[:-1]]  # (P,)
+        n_docs = len(self.document_ids)
+        docs = torch.zeros(n_docs, self.passage_emb.shape[1]).index_add_(0, self.passage_document, self.passage_emb)
+        self.document_emb = F.normalize(docs, dim=-1)  # (D, e)
+
+    @property
+    def passages(self) -> int:
+        return self.passage_spans.shape[0]
+
+    # ------------------------------------------------------------------ build
+
+    @classmethod
+    @torch.no_grad()
+    def build(cls, model: Model, documents: Sequence[DocumentText]) -> CollectionIndex:
+        """Encode ``documents``, each as its own stream (the cost of a prefill grows with the square of its length:
+        the indexer scores every earlier cached entry)."""
+        net, tokenizer = model.net, model.tokenizer
+        doc_rows, numbers, s_spans, firsts, p_spans = [], [], [], [], []
+        p_means, s_means, p_ids, s_texts = [], [], [], []
+        offset = 0  # sentences of the documents before this one
+        for row, document in enumerate(documents):
+            passages = pack_passages(document)
+            ids, starts, _ = tokenizer.encode_offsets(document.text)
+            p_tokens = char_to_token_spans(starts, passages.spans)  # (P_d, 2)
+            s_tokens = char_to_token_spans(starts, document.sentences)  # (S_d, 2)
+            means = encode_spans(net, ids, np.concatenate([p_tokens, s_tokens]))  # (P_d + S_d, d)
+            p_means.append(means[: len(p_tokens)])
+            s_means.append(means[len(p_tokens) :])
+            p_ids.extend(ids[a:b] for a, b in p_tokens)
+            n = len(document.sentences)
+            s_texts.extend(document.sentence_text(i) for i in range(n))
+            doc_rows.append(np.full(n, row))
+            numbers.append(np.arange(n))
+            s_spans.append(document.sentences)
+            firsts.append(passages.first[:-1] + offset)
+            p_spans.append(passages.spans)
+            offset += n
+        first = torch.as_tensor(np.concatenate([*firsts, [offset]]).astype(np.int64))
+        width = net.cfg.d_model
+        passage_tokens = TokenBags.build(p_ids)
+        return cls(
+            weights_id=net.cfg.weights_id,
+            document_ids=[d.id for d in documents],
+            sentence_document=_cat_int(doc_rows),
+            sentence_number=_cat_int(numbers),
+            sentence_spans=_cat_int(s_spans, 2),
+            passage_first=first,
+            passage_spans=_cat_int(p_spans, 2),
+            passage_emb=net.evidence.embed_spans(torch.cat([*p_means, torch.zeros(0, width)])),
+            sentence_emb=net.evidence.embed_spans(torch.cat([*s_means, torch.zeros(0, width)])),
+            passage_tokens=passage_tokens,
+            sentence_tokens=TokenBags.build(tokenizer.encode_batch(s_texts)),
+            idf=inverse_document_frequency(passage_tokens, net.cfg.vocab_size),
+        )
+
+    # ------------------------------------------------------------------ save / load
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays ``from_arrays`` rebuilds the index from."""
+        arrays = {
+            "format": np.array(FORMAT),
+            "weights_id": np.array(self.weights_id),
+            "document_ids": np.array(self.document_ids, dtype=str),
+            "idf": self.idf.numpy(),
+        }
+        for name in ("sentence_document", "sentence_number", "sentence_spans", "passage_first", "passage_spans"):
+            arrays[name] = getattr(self, name).numpy()
+        for name in ("passage_emb", "sentence_emb"):
+            arrays[name] = getattr(self, name).numpy()
+        for name in ("passage_tokens", "sentence_tokens"):
+            bags = getattr(self, name)
+            for part in ("token_ids", "owner", "lengths"):
+                arrays[f"{name}.{part}"] = getattr(bags, part).numpy()
+        return arrays
+
+    @classmethod
+    def from_arrays(
+        cls, arrays: dict[str, np.ndarray], document_ids: Sequence[str], weights_id: str
+    ) -> CollectionIndex:
+        """The index saved by ``to_arrays``; ValueError when it is of another format, another set of documents or
+        another checkpoint, or incomplete."""
+        try:
+            if int(arrays["format"]) != FORMAT or str(arrays["weights_id"]) != weights_id:
+                raise ValueError("the stored index is of another format or was built by another checkpoint")
+            if arrays["document_ids"].tolist() != list(document_ids):
+                raise ValueError("the stored index holds another set of documents")
+            tensors = {name: torch.from_numpy(value) for name, value in arrays.items() if value.dtype.kind in "iuf"}
+            bags = {
+                name: TokenBags(*(tensors[f"{name}.{part}"] for part in ("token_ids", "owner", "lengths")))
+                for name in ("passage_tokens", "sentence_tokens")
+            }
+            return cls(
+                weights_id=weights_id,
+                document_ids=list(document_ids),
+                **{
+                    name: tensors[name]
+                    for name in (
+                        "sentence_document",
+                        "sentence_number",
+                        "sentence_spans",
+                        "passage_first",
+                        "passage_spans",
+                        "passage_emb",
+                        "sentence_emb",
+                        "idf",
+                    )
+                },
+                **bags,
+            )
+        except KeyError as error:
+            raise ValueError(f"the stored index lacks {error}") from error
+
+
+def _cat_int(parts: list[np.ndarray], width: int = 0) -> torch.Tensor:
+    empty = np.zeros((0, width) if width else 0, np.int64)
+    return torch.as_tensor(np.concatenate([*parts, empty]).astype(np.int64))
+
+
+# ---------------------------------------------------------------------- the evidence score
+
+
+def _zscore(x: torch.Tensor) -> torch.Tensor:
+    return (x - x.mean()) / x.std().clamp_min(1e-6) if x.numel() > 1 else x * 0
+
+
+def question_ids(model: Model, question: str) -> torch.Tensor:
+    return torch.as_tensor(model.tokenizer.encode(question)[:MAX_QUESTION_TOKENS], dtype=torch.int64)
+
+
+def match_scores(
+    net: IndexPoolNet, question: torch.Tensor, bags: TokenBags, idf: torch.Tensor, keys: torch.Tensor
+) -> torch.Tensor:
+    """TokenMatchHead MaxSim of question ids (Tq,) against the spans of ``bags``; ``keys`` the head's vocabulary
+    keys (``net.match.keys(net.model.embed.weight)``).  → (P,)"""
+    embeddings = net.model.embed.weight  # (V, e)
+    question = question[embeddings[question].norm(dim=-1) > 0]  # pieces without text carry no meaning
+    if question.numel() == 0:
+        return torch.zeros(bags.lengths.shape[0])
+    similarity = keys[question] @ keys.T  # (Tq, V)
+    weights = net.match.question_weights(question, embeddings, idf, net.pool.log_prior)
+    return net.match.match(similarity, weights, bags.token_ids, bags.owner, bags.lengths)
+
+
+@dataclass
+class Question:
+    """A question as the score reads it."""
+
+    ids: torch.Tensor  # (Tq,) token ids
+    embedding: torch.Tensor  # (e,) unit
+    keys: torch.Tensor  # (V, e) the match head's vocabulary keys
+
+    @classmethod
+    @torch.no_grad()
+    def encode(cls, model: Model, question: str) -> Question:
+        ids = question_ids(model, question)
+        net = model.net
+        return cls(ids, net.encode_question(ids), net.match.keys(net.model.embed.weight))
+
+
+@torch.no_grad()
+def evidence_terms(model: Model, index: CollectionIndex, question: Question) -> dict[str, torch.Tensor]:
+    """The z-scored terms of the evidence score of every passage.  → {"match", "semantic", "doc"}: (P,)"""
+    net = model.net
+    match = match_scores(net, question.ids, index.passage_tokens, index.idf, question.keys)
+    documents = index.passage_document
+    return {
+        "match": _zscore(net.match.logits(match, documents, len(index.document_ids))),
+        "semantic": _zscore(index.passage_emb @ question.embedding),
+        "doc": _zscore(index.document_emb[documents] @ question.embedding),
+    }
+
+
+def evidence_score(model: Model, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The evidence score from the terms of :func:`evidence_terms`.  → (P,)"""
+    w = model.weights
+    return w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
+
+
+@torch.no_grad()
+def best_sentence(model: Model, index: CollectionIndex, question: Question, passage: int) -> int:
+    """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
+    score's match and semantic terms over the passage's sentences."""
+    first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
+    bags = index.sentence_tokens.slice(first, last)
+    match = match_scores(model.net, question.ids, bags, index.idf, question.keys)
+    semantic = index.sentence_emb[first:last] @ question.embedding
+    w = model.weights
+    return first + int((w.match * _zscore(match) + w.semantic * _zscore(semantic)).argmax())
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A cited passage, its score, and its best sentence."""
+
+    passage: int  # row of the index's passages
+    sentence: int  # row of the index's sentences
+    score: float
+
+
+@torch.no_grad()
+def answer(model: Model, index: CollectionIndex, question: str | Question, k: int) -> list[Hit]:
+    """The best ``k`` passages for ``question``, best first, each with its best sentence."""
+    if not index.passages:
+        return []
+    q = question if isinstance(question, Question) else Question.encode(model, question)
+    score = evidence_score(model, evidence_terms(model, index, q))
+    best = score.topk(min(k, index.passages))
+    return [
+        Hit(p, best_sentence(model, index, q, p), float(v))
+        for p, v in zip(best.indices.tolist(), best.values.tolist(), strict=True)
+    ]

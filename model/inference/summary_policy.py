@@ -1,0 +1,170 @@
+"""How the IndexPool summarizer turns its sentence scores into a summary: the summary policy.
+
+The model gives each sentence of a document a salience logit (``IndexPoolNet.salience_scores``: the SalienceHead
+plus its relative-position prior) and a unit embedding (``EvidenceHead.embed_spans``). The policy ranks the
+sentences by
+
+    score = w_sal · z(salience) + w_cent · z(centrality) + w_first · first_section + w_digits · z(digits)
+
+where ``z`` z-scores over the document's sentences and
+
+    centrality      cos(e_i, mean of the document's sentence embeddings): how typical of the whole document the
+                    sentence is, in the model's embedding space
+    first_section   1 for the sentences of the document's first paragraph (blank-line separated block: the
+                    introduction of a paper whose abstract was stripped), else 0
+    digits          the share of digit characters in the sentence (tables, numbers and OCR debris score high)
+
+then takes sentences best first, skipping those under ``min_words`` words, those whose embedding cosine to a
+chosen one exceeds ``redundancy`` and those with the text of a chosen one, until the word budget is reached, and
+returns them in reading order.
+
+``SummaryPolicy()`` (salience only, ``min_words`` 5, the checkpoint's redundancy threshold) is the policy the
+summarizer had before any was fitted. The fitted policy lives beside the checkpoint in ``summary_policy.json``
+(written by ``scripts/fit_summary_policy.py``, which fits it on ScisummNet training papers only) and is used
+only with the checkpoint it was fitted for (its ``checkpoint`` field is the checkpoint's ``weights_id``).
+:func:`policy_for` takes an explicit override (``eval summarize --summary-policy``): a JSON path, or ``default``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from model.inference.passages import DocumentText
+
+POLICY_FILE = "summary_policy.json"
+FEATURES = ("salience", "centrality", "first_section", "digits")
+
+
+@dataclass(frozen=True)
+class SummaryPolicy:
+    salience: float = 1.0  # w_sal: the model's salience logit (z-scored)
+    centrality: float = 0.0  # w_cent: cosine to the document's mean sentence embedding (z-scored)
+    first_section: float = 0.0  # w_first: the sentence is in the first paragraph
+    digits: float = 0.0  # w_digits: share of digit characters (z-scored)
+    redundancy: float | None = None  # skip a sentence this similar to a chosen one; None: the checkpoint's
+    min_words: int = 5  # skip shorter sentences
+    checkpoint: str = ""  # weights_id of the checkpoint the policy was fitted for ("" : any)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SummaryPolicy:
+        """The policy of a ``summary_policy.json`` object (its ``fit`` record, if any, is ignored)."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known - {"fit"}
+        if unknown:
+            raise ValueError(f"unknown summary policy fields: {', '.join(sorted(unknown))}")
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def load(cls, path: Path) -> SummaryPolicy:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def weights(self) -> dict[str, float]:
+        return {name: float(getattr(self, name)) for name in FEATURES}
+
+
+def policy_for(checkpoint: Path, weights_id: str, override: str = "") -> SummaryPolicy:
+    """The policy the summarizer of ``checkpoint`` uses: ``override`` when given ("default", or a JSON path), else
+    the ``summary_policy.json`` beside the checkpoint when it was fitted for these weights, else the default."""
+    if override == "default":
+        return SummaryPolicy()
+    if override:
+        return SummaryPolicy.load(Path(override))
+    path = Path(checkpoint).parent / POLICY_FILE
+    if not path.is_file():
+        return SummaryPolicy()
+    policy = SummaryPolicy.load(path)
+    if policy.checkpoint and policy.checkpoint != weights_id:
+        print(
+            f"summary policy {path} was fitted for checkpoint {policy.checkpoint}, not {weights_id}; "
+            "using the default policy",
+            file=sys.stderr,
+        )
+        return SummaryPolicy()
+    return policy
+
+
+def zscore(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    std = x.std()
+    return (x - x.mean()) / std if std > 1e-9 else np.zeros_like(x)
+
+
+def sentence_features(document: DocumentText, emb: np.ndarray) -> dict[str, np.ndarray]:
+    """The policy's non-model features of each sentence (see the module docstring).  emb (S, e) unit → {name: (S,)}"""
+    emb = np.asarray(emb, dtype=np.float64)
+    center = emb.mean(0)
+    center /= max(float(np.linalg.norm(center)), 1e-12)
+    paragraph = document.paragraphs
+    sentences = [" ".join(document.sentence_text(i).split()) for i in range(len(document.sentences))]
+    return {
+        "centrality": emb @ center,
+        "first_section": (paragraph == paragraph.min()).astype(np.float64) if len(sentences) else np.zeros(0),
+        "digits": np.array([sum(c.isdigit() for c in s) / max(len(s), 1) for s in sentences]),
+    }
+
+
+def combined_scores(policy: SummaryPolicy, salience: np.ndarray, features: dict[str, np.ndarray]) -> np.ndarray:
+    """score of each sentence (S,) from its salience logits (S,) and ``features``."""
+    score = policy.salience * zscore(salience)
+    if policy.centrality:
+        score = score + policy.centrality * zscore(features["centrality"])
+    if policy.first_section:
+        score = score + policy.first_section * features["first_section"]
+    if policy.digits:
+        score = score + policy.digits * zscore(features["digits"])
+    return score
+
+
+def select(
+    scores: np.ndarray,
+    words: Sequence[int],
+    emb: np.ndarray,
+    budget_words: int,
+    min_words: int,
+    redundancy: float,
+    texts: Sequence[str] | None = None,
+) -> list[int]:
+    """Sentences best first (ties: the earlier one) while fewer than ``budget_words`` words are chosen, skipping
+    those under ``min_words`` words, more similar than ``redundancy`` to a chosen one, or (given ``texts``) with the
+    text of a chosen one; in reading order."""
+    emb = np.asarray(emb, dtype=np.float64)
+    chosen: list[int] = []
+    seen: set[str] = set()
+    used = 0
+    for i in np.argsort(-np.asarray(scores), kind="stable").tolist():
+        if used >= budget_words:
+            break
+        if words[i] < min_words or (chosen and float((emb[chosen] @ emb[i]).max()) > redundancy):
+            continue
+        if texts is not None and texts[i] in seen:
+            continue
+        chosen.append(i)
+        seen.add(texts[i] if texts is not None else "")
+        used += words[i]
+    return sorted(chosen)
+
+
+def choose(
+    policy: SummaryPolicy,
+    document: DocumentText,
+    salience: np.ndarray,
+    emb: np.ndarray,
+    budget_words: int,
+    default_redundancy: float,
+) -> list[int]:
+    """The chosen sentences (indices into ``document.sentences``, in reading order) of a document."""
+    if not len(document.sentences):
+        return []
+    scores = combined_scores(policy, salience, sentence_features(document, emb))
+    texts = [" ".join(document.sentence_text(i).split()) for i in range(len(document.sentences))]
+    redundancy = default_redundancy if policy.redundancy is None else policy.redundancy
+    return select(scores, [len(t.split()) for t in texts], emb, budget_words, policy.min_words, redundancy, texts)

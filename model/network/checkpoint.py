@@ -1,0 +1,120 @@
+"""The IndexPool checkpoint: where it is, its format, and loading it once per process.
+
+A checkpoint holds an :class:`IndexPoolNet` in float16, its HybridConfig, the weights of the evidence score
+(:class:`EvidenceWeights`) and training metadata. It is ``$INDEXPOOL_CHECKPOINT`` when set (read at each call, so
+every reader, evaluation and benchmark follows the variable as it is now), else the shipped
+``model/assets/indexpool.pt``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+
+from model.network.hybrid import HybridConfig
+from model.network.net import IndexPoolNet
+from model.tokenizer import Tokenizer, load_tokenizer
+
+FORMAT = "indexpool-checkpoint/1"
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "assets" / "indexpool.pt"
+
+
+def indexpool_checkpoint() -> Path:
+    """``$INDEXPOOL_CHECKPOINT``, else the shipped checkpoint."""
+    return Path(os.environ.get("INDEXPOOL_CHECKPOINT", SHIPPED_CHECKPOINT))
+
+
+@dataclass
+class EvidenceWeights:
+    """How the terms of the evidence score are combined (fitted by training, stored in the checkpoint)."""
+
+    match: float = 1.0  # w_match: the token-match term
+    semantic: float = 1.0  # w_sem: the pooled-state cosine
+    doc: float = 0.5  # w_doc: the document-level semantic prior
+    redundancy: float = 0.8  # summaries: skip a sentence this similar (cosine) to one already chosen
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EvidenceWeights:
+        """The weights stored in a checkpoint; fields of older checkpoints that no longer exist are ignored (the
+        "indexer" term of checkpoints up to 599c693cbc9a was fitted to 0 and never computed)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+CACHE_VARIANTS: dict[str, dict] = {  # the same weights with another indexer cache, for side-by-side evaluation
+    "int8": {"int8_cache": True},  # IndexPool r = 4 with INT8 pooled keys
+    "uncompressed": {"pool_method": "uncompressed"},  # the r = 1 reference indexer
+}
+
+
+def save_checkpoint(net: IndexPoolNet, path: Path, evidence: EvidenceWeights, meta: dict) -> str:
+    """Write the float16 weights, config and evidence weights; returns the weights hash (set as cfg.weights_id)."""
+    state = {
+        k: v.detach().cpu().to(torch.float16) if v.is_floating_point() else v.cpu() for k, v in net.state_dict().items()
+    }
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    weights_id = hashlib.sha256(buf.getvalue()).hexdigest()[:12]
+    net.cfg.weights_id = weights_id
+    payload = {"format": FORMAT, "config": asdict(net.cfg), "state": state, "evidence": asdict(evidence), "meta": meta}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".partial")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+    return weights_id
+
+
+def load_checkpoint(path: Path, variant: str = "") -> tuple[IndexPoolNet, EvidenceWeights, dict]:
+    """The checkpoint's model; ``variant`` (a key of CACHE_VARIANTS) swaps its indexer cache. Weights the network
+    no longer has (heads removed since) and, for the uncompressed variant, the pooling weights are left out."""
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if payload.get("format") != FORMAT:
+        raise ValueError(f"{path}: not an IndexPool checkpoint ({payload.get('format')!r})")
+    config = {"indexer_key_window": 1} | payload["config"]  # checkpoints before the field had token keys
+    net = IndexPoolNet(HybridConfig.from_dict(config | CACHE_VARIANTS.get(variant, {})))
+    expected = net.state_dict()
+    state = {k: v.float() if v.is_floating_point() else v for k, v in payload["state"].items() if k in expected}
+    net.load_state_dict(state)
+    net.eval()
+    return net, EvidenceWeights.from_dict(payload["evidence"]), payload["meta"]
+
+
+@dataclass(frozen=True)
+class Model:
+    """A loaded checkpoint: the network, its evidence weights and the tokenizer, as inference uses them."""
+
+    net: IndexPoolNet
+    weights: EvidenceWeights
+    tokenizer: Tokenizer
+    path: Path
+
+    @property
+    def weights_id(self) -> str:
+        return self.net.cfg.weights_id
+
+
+_models: dict[tuple[Path, int, str], Model] = {}  # by (checkpoint, its mtime, variant): loaded once per process
+_models_lock = threading.Lock()
+
+
+class CheckpointMissing(FileNotFoundError):
+    """No checkpoint at the path; the message says where it was looked for."""
+
+
+def load_model(path: Path | None = None, variant: str = "") -> Model:
+    """The checkpoint at ``path`` (default :func:`indexpool_checkpoint`), loaded once per process."""
+    path = (path or indexpool_checkpoint()).resolve()
+    if not path.is_file():
+        raise CheckpointMissing(f"the IndexPool model checkpoint is not installed ({path})")
+    key = (path, path.stat().st_mtime_ns, variant)
+    with _models_lock:
+        if key not in _models:
+            net, weights, _ = load_checkpoint(path, variant)
+            _models[key] = Model(net, weights, load_tokenizer(), path)
+        return _models[key]

@@ -1,0 +1,180 @@
+"""Heads on top of the hybrid model: evidence relevance, answer extraction, summary salience.
+
+Sentences are token spans [start, end) of the collection. Their mean final states come from ``span_means`` (states
+in memory) or a ``SpanAccumulator`` fed by ``HybridModel.prefill(..., on_chunk=acc.add)`` (a long collection whose
+token states are never all kept).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def span_means(states: torch.Tensor, spans: torch.Tensor) -> torch.Tensor:
+    """Mean state of each span.  states (T, d), spans (S, 2) [start, end) → (S, d)"""
+    csum = F.pad(states.cumsum(0), (0, 0, 1, 0))  # (T + 1, d)
+    lengths = (spans[:, 1] - spans[:, 0]).clamp_min(1)[:, None]
+    return (csum[spans[:, 1]] - csum[spans[:, 0]]) / lengths
+
+
+class SpanAccumulator:
+    """Span means accumulated over streamed chunks: ``add(start, hidden)`` is an ``on_chunk`` callback."""
+
+    def __init__(self, spans: torch.Tensor, dim: int) -> None:
+        self.spans = spans  # (S, 2)
+        self.sums = torch.zeros(spans.shape[0], dim)
+
+    def add(self, start: int, hidden: torch.Tensor) -> None:
+        """hidden (T, d): the states of tokens [start, start + T)."""
+        lo = self.spans[:, 0].clamp(start, start + hidden.shape[0]) - start
+        hi = self.spans[:, 1].clamp(start, start + hidden.shape[0]) - start
+        self.sums += span_means(hidden, torch.stack([lo, hi], 1)) * (hi - lo)[:, None]
+
+    def means(self) -> torch.Tensor:
+        """(S, d)"""
+        return self.sums / (self.spans[:, 1] - self.spans[:, 0]).clamp_min(1)[:, None]
+
+
+class EvidenceHead(nn.Module):
+    """Relevance of sentence spans to a question: cosine of projected mean embeddings, plus (when the spans' token
+    states are given) a soft late-interaction term: each question token attends over a span's tokens."""
+
+    def __init__(self, d_model: int, dim: int = 128) -> None:
+        super().__init__()
+        self.question = nn.Linear(d_model, dim)
+        self.span = nn.Linear(d_model, dim)
+        self.token = nn.Linear(d_model, dim)
+        self.log_scale = nn.Parameter(torch.tensor(math.log(20.0)))
+        self.mix = nn.Parameter(torch.tensor(0.0))  # weight of the interaction term
+
+    def embed_question(self, q_states: torch.Tensor) -> torch.Tensor:
+        """(Tq, d) → unit (dim,)"""
+        return F.normalize(self.question(q_states.mean(0)), dim=-1)
+
+    def embed_spans(self, means: torch.Tensor) -> torch.Tensor:
+        """(S, d) span means → unit (S, dim)"""
+        return F.normalize(self.span(means), dim=-1)
+
+    def interaction(self, q_states: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """q_states (Tq, d), tokens (S, L, d) padded span states, mask (S, L) → (S,) in [-1, 1]"""
+        qt = F.normalize(self.token(q_states), dim=-1)  # (Tq, dim)
+        st = F.normalize(self.token(tokens), dim=-1)  # (S, L, dim)
+        sim = torch.einsum("te,sle->stl", qt, st)  # (S, Tq, L)
+        att = (sim * self.log_scale.exp()).masked_fill(~mask[:, None], -math.inf).softmax(-1)
+        return (att * sim.masked_fill(~mask[:, None], 0)).sum(-1).mean(-1)
+
+    def forward(self, q_states, span_means, tokens=None, mask=None) -> torch.Tensor:
+        """q_states (Tq, d), span_means (S, d) [, tokens (S, L, d), mask (S, L)] → relevance logits (S,)"""
+        score = self.embed_spans(span_means) @ self.embed_question(q_states)  # (S,)
+        if tokens is not None:
+            score = score + self.mix * self.interaction(q_states, tokens, mask)
+        return score * self.log_scale.exp()
+
+
+class TokenMatchHead(nn.Module):
+    """Soft token matching of a question against passages (late interaction, ColBERT's MaxSim) over the model's
+    distilled token embeddings. Keys depend only on the piece, so an indexed collection stores no key vectors: a
+    passage is its token ids.
+
+        match(q, p) = Σ_t w_t · max_{s ∈ p} cos(k(q_t), k(s)) / Σ_t w_t  −  b · log |p|
+        k(x)        = normalize(e_x + e_x A B)                  e_x the token embedding, A B a learned low-rank map
+        w_t         = idf_t ^ a · prior_t ^ c · exp(u · e_t)     idf over the collection's passages, prior the
+                                                                 piece's SIF weight from the training text
+
+    A passage's logit adds the document term ``doc_weight · log Σ_{p' in p's document} exp(scale · match(q, p'))``:
+    which document (meeting, paper) the question is about. Starts as idf-weighted MaxSim (A B = 0, a = 1).
+    """
+
+    def __init__(self, width: int, rank: int = 32) -> None:
+        super().__init__()
+        self.down = nn.Parameter(torch.zeros(width, rank))
+        self.up = nn.Parameter(torch.randn(rank, width) * 0.01)
+        self.idf_power = nn.Parameter(torch.tensor(1.0))
+        self.prior_power = nn.Parameter(torch.tensor(0.0))
+        self.direction = nn.Parameter(torch.zeros(width))
+        self.length_penalty = nn.Parameter(torch.tensor(0.0))
+        self.log_scale = nn.Parameter(torch.tensor(math.log(10.0)))
+        self.doc_weight = nn.Parameter(torch.tensor(0.5))
+
+    def keys(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """(V, e) token embeddings → unit keys (V, e)"""
+        return F.normalize(embeddings + (embeddings @ self.down) @ self.up, dim=-1)
+
+    def question_weights(
+        self, ids: torch.Tensor, embeddings: torch.Tensor, idf: torch.Tensor, log_prior: torch.Tensor
+    ) -> torch.Tensor:
+        """ids (Tq,) → w (Tq,) > 0"""
+        log_w = self.idf_power * idf[ids].clamp_min(1e-3).log() + self.prior_power * log_prior[ids]
+        return (log_w + embeddings[ids] @ self.direction).clamp(-20, 20).exp()
+
+    def match(
+        self,
+        similarity: torch.Tensor,
+        weights: torch.Tensor,
+        token_ids: torch.Tensor,
+        owner: torch.Tensor,
+        lengths: torch.Tensor,
+    ) -> torch.Tensor:
+        """MaxSim scores of P passages given as flat tokens.  similarity (Tq, V) question tokens × vocabulary keys,
+        weights (Tq,), token_ids (N,) and owner (N,) the passage of each token, lengths (P,) → (P,)"""
+        n_passages = lengths.shape[0]
+        sims = similarity[:, token_ids]  # (Tq, N)
+        best = sims.new_full((sims.shape[0], n_passages), -1.0)
+        best = best.scatter_reduce(1, owner.expand_as(sims), sims, "amax", include_self=True)  # (Tq, P)
+        score = (weights[:, None] * best).sum(0) / weights.sum()
+        return score - self.length_penalty * lengths.float().clamp_min(1).log()
+
+    def logits(self, match: torch.Tensor, document: torch.Tensor, n_documents: int) -> torch.Tensor:
+        """Passage logits with the document term.  match (P,), document (P,) int64 → (P,)"""
+        scaled = match * self.log_scale.exp()
+        shifted = (scaled - scaled.max().detach()).exp()
+        per_doc = scaled.new_zeros(n_documents).index_add(0, document, shifted).clamp_min(1e-30).log()
+        return scaled + self.doc_weight * per_doc[document]
+
+
+class AnswerHead(nn.Module):
+    """Start/end logits of an answer inside the best sentence(s), conditioned on the question."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.start = nn.Linear(d_model, d_model)
+        self.end = nn.Linear(d_model, d_model)
+
+    def forward(self, q_states: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """q_states (Tq, d), tokens (n, d) → (start logits (n,), end logits (n,))"""
+        q = q_states.mean(0)  # (d,)
+        scale = tokens.shape[-1] ** -0.5
+        return tokens @ self.start(q) * scale, tokens @ self.end(q) * scale
+
+
+def best_span(start: torch.Tensor, end: torch.Tensor, max_len: int) -> tuple[int, int, float]:
+    """argmax of start[i] + end[j] over i ≤ j < i + max_len → (i, j inclusive, score)."""
+    n = start.shape[0]
+    start, end = start.detach(), end.detach()
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    total = (start[:, None] + end[None, :]).masked_fill((j < i) | (j >= i + max_len), -math.inf)  # (n, n)
+    best = int(total.argmax())
+    return best // n, best % n, float(total.flatten()[best])
+
+
+def best_sentences(scores: torch.Tensor, k: int = 1) -> torch.Tensor:
+    """Indices of the k best-scoring sentences, best first.  scores (S,) → (min(k, S),)"""
+    return scores.topk(min(k, scores.shape[0])).indices
+
+
+class SalienceHead(nn.Module):
+    """Summary salience per sentence from its span mean and the document's mean state."""
+
+    def __init__(self, d_model: int, hidden: int = 256) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(3 * d_model, hidden), nn.GELU(), nn.Linear(hidden, 1))
+
+    def forward(self, span_means: torch.Tensor, doc_mean: torch.Tensor | None = None) -> torch.Tensor:
+        """span_means (S, d) [, doc_mean (d,), default the mean of the spans] → salience logits (S,)"""
+        doc = span_means.mean(0) if doc_mean is None else doc_mean
+        doc = doc.expand_as(span_means)
+        return self.mlp(torch.cat([span_means, doc, span_means * doc], dim=-1)).squeeze(-1)

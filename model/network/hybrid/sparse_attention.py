@@ -1,0 +1,318 @@
+"""The sparse stream: IndexPool top-k block selection, then exact softmax attention over the selected tokens.
+
+Every token t attends, exactly, to
+    sink      the first ``sink_tokens`` tokens,
+    selected  the tokens of the top-k indexer entries (pooled blocks of r tokens) before its window,
+    window    the ``local_window`` tokens before its query block, and its own query block causally (≤ t).
+These sets are disjoint. Collection tokens (prefill, training) share one selection per query block of
+``query_block`` tokens: block g = [gQ, gQ + Q) is selected by the indexer query of token gQ − 1, among entries
+lying in [sink, gQ − W). Everything depends on positions only, so streaming prefill in any chunk sizes computes
+the same thing as one pass. Question tokens (``attend_question``) each get their own selection over the whole
+collection through ``IndexPoolIndexer.select`` and attend to the collection's last window and the question
+causally. No positional encoding (NoPE): order comes from the linear-attention stream and the causal masks.
+
+With ``k_tokens = -1`` every entry is selected and the stream is full causal softmax attention.
+
+Indexer keys are block-smooth by construction: the key written for token s is the mean of the token keys
+index_k(h) of tokens s − W + 1 … s (``indexer_key_window`` W; fewer at the start of the stream), so the indexer
+scores regions of W tokens rather than single tokens. Its top-k tokens then come in runs that 4:1 pooled entries
+can cover (a token-key indexer ranks scattered single tokens that no r-block selector recovers: BENCHMARKS.md).
+A stream carries its last W − 1 token keys, so chunked prefill still equals one pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.network.indexpool import (
+    IndexPoolIndexer,
+    MeanPoolingWeights,
+    PoolingWeights,
+    Selection,
+    StaticPoolingWeights,
+)
+
+from .config import HybridConfig
+
+# ------------------------------------------------------------------ IndexPool adapter
+# The indexer's public ``select`` scores all entries before its current end, and its top-k breaks ties (ReLU makes
+# many scores exactly 0) arbitrarily. Prefill needs one selection per query block, each among the entries before that
+# block's own boundary, for many blocks at once, and the same choice however the stream is chunked. These helpers
+# read the indexer's tier-1 entries (the attributes ``t1``, ``t1_scale``, ``t1_start``, ``t1_len``, ``keys``) and
+# score them with the indexer's formula, Σ_h w_h ReLU(q_h · k).
+
+SCORE_ELEMENTS = 1 << 22  # (query, head, entry) dot products per step
+
+
+def window_mean(keys: torch.Tensor, previous: torch.Tensor, window: int) -> torch.Tensor:
+    """Causal window mean of indexer keys: each key becomes the mean of itself and the window − 1 keys before it
+    (fewer at the start of the stream). keys (..., T, d_I) new token keys, previous (..., P, d_I) the P ≤ window − 1
+    token keys just before them → (..., T, d_I). Summed in the same order whatever the chunking."""
+    if window == 1:
+        return keys
+    T, P = keys.shape[-2], previous.shape[-2]
+    if P > window - 1:
+        raise ValueError(f"window_mean: at most {window - 1} previous keys, got {P}")
+    history = F.pad(torch.cat([previous.to(keys.dtype), keys], -2), (0, 0, window - 1 - P, 0))  # (..., W-1+T, d_I)
+    sums = history.unfold(-2, window, 1).sum(-1)  # (..., T, d_I)
+    count = (P + torch.arange(1, T + 1, device=keys.device)).clamp_max(window).to(keys.dtype)  # (T,)
+    return sums / count[:, None]
+
+
+def indexer_entries(idx: IndexPoolIndexer):
+    """Tier-1 entries → (rows (N, D') float or int8, scales (N,) | None, starts (N,), lengths (N,))."""
+    if idx.compressed:
+        scales = idx.t1_scale.data if idx.int8 else None
+        return idx.t1.data, scales, idx.t1_start.data, idx.t1_len.data
+    n = idx.length
+    return idx.keys.data, None, torch.arange(n), torch.ones(n, dtype=torch.int64)
+
+
+def indexer_query(idx: IndexPoolIndexer, q: torch.Tensor) -> torch.Tensor:
+    """Queries in the entries' space (as IndexPoolIndexer does): Quest bounds or the INT8 Hadamard rotation."""
+    if idx.method == "quest" and idx.compressed:
+        return torch.cat([q.relu(), q.clamp(max=0)], dim=-1)
+    if idx.rotation is not None and idx.compressed:
+        return q @ idx.rotation
+    return q
+
+
+def entry_scores(q: torch.Tensor, w: torch.Tensor, rows: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
+    """Σ_h w_h ReLU(q_h · k).  q (G, H, D), w (G, H), rows (n, D) [int8 + scales (n,)] → (G, n)"""
+    G, H, D = q.shape
+    keys = rows.float() if scales is None else rows.float() * scales.float()[:, None]
+    dots = (q.float().reshape(G * H, D) @ keys.t()).relu_().view(G, H, -1)  # (G, H, n)
+    return (w.float().view(G, 1, H) @ dots).squeeze(1)
+
+
+def topk_first(scores: torch.Tensor, m: int) -> torch.Tensor:
+    """Positions (G, m), ascending, of the m largest scores per row; ties go to the lowest positions."""
+    tau = scores.topk(m, dim=1).values[:, -1:]  # (G, 1) the m-th value
+    above, tied = scores > tau, scores == tau
+    need = m - above.sum(1, keepdim=True)
+    take = above | tied
+    extra = (take.sum(1, keepdim=True) > m).squeeze(1)  # rows with more ties than room: keep the first ones
+    if extra.any():
+        take[extra] = above[extra] | (tied[extra] & (tied[extra].cumsum(1) <= need[extra]))
+    return take.nonzero()[:, 1].view(-1, m)
+
+
+def select_blocks(
+    idx: IndexPoolIndexer, q: torch.Tensor, w: torch.Tensor, bounds: torch.Tensor, sink: int, k_tokens: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top entries for G query blocks, block g among the entries inside [sink, bounds[g]).
+    q (G, H, D), w (G, H) → (starts (G, m), lengths (G, m)), length 0 = no entry. k_tokens = -1 selects all.
+    A running top-k over steps of entries keeps memory bounded; ties go to the older entries."""
+    rows, scales, starts, lens = indexer_entries(idx)
+    G, H, _ = q.shape
+    e0 = int(torch.searchsorted(starts, sink))
+    e_end = torch.searchsorted(starts + lens, bounds, right=True).clamp_min(e0)  # (G,) candidates [e0, e_end)
+    e1 = int(e_end.max())
+    m = e1 - e0 if k_tokens < 0 else min(e1 - e0, -(-k_tokens // idx.block))
+    if m == 0:
+        empty = torch.zeros(G, 0, dtype=torch.int64)
+        return empty, empty
+    q = indexer_query(idx, q)
+    best_v, best_i = torch.empty(G, 0), torch.empty(G, 0, dtype=torch.int64)
+    step = max(m, SCORE_ELEMENTS // (G * H))
+    for a in range(e0, e1, step):
+        b = min(a + step, e1)
+        ids = torch.arange(a, b)  # (n,)
+        v = entry_scores(q, w, rows[a:b], scales[a:b] if scales is not None else None)  # (G, n)
+        v = torch.cat([best_v, v.masked_fill_(ids[None] >= e_end[:, None], -math.inf)], 1)
+        i = torch.cat([best_i, ids.expand(G, -1)], 1)  # older entries first: ties keep them
+        j = topk_first(v, min(m, v.shape[1]))
+        best_v, best_i = v.gather(1, j), i.gather(1, j)
+    ok = torch.isfinite(best_v)
+    return torch.where(ok, starts[best_i], 0), torch.where(ok, lens[best_i], 0)
+
+
+# ------------------------------------------------------------------ caches
+
+
+class KVStore:
+    """Growable store of one layer's keys and values (amortized O(1) appends).  data (L, 2, Hkv, Dh)"""
+
+    def __init__(self, n_kv_heads: int, head_dim: int, dtype: torch.dtype) -> None:
+        self.buf, self.n = torch.empty(0, 2, n_kv_heads, head_dim, dtype=dtype), 0
+
+    def append(self, kv: torch.Tensor) -> None:
+        need = self.n + kv.shape[0]
+        if need > self.buf.shape[0]:
+            grown = self.buf.new_empty((max(need, 2 * self.buf.shape[0]),) + self.buf.shape[1:])
+            grown[: self.n] = self.buf[: self.n]
+            self.buf = grown
+        self.buf[self.n : need] = kv.detach()
+        self.n = need
+
+    def adopt(self, kv: torch.Tensor) -> None:
+        """Take over a loaded tensor (a memory-mapped one stays on disk until read) instead of copying it."""
+        self.buf, self.n = kv, kv.shape[0]
+
+    @property
+    def data(self) -> torch.Tensor:
+        return self.buf[: self.n]
+
+
+class SparseCache:
+    """One layer's sparse-stream cache of one token stream: keys/values, the IndexPool indexer, and the indexer
+    query of the token that selects for the open query block."""
+
+    def __init__(self, layer: SparseAttention) -> None:
+        cfg = layer.cfg
+        self.kv = KVStore(cfg.n_kv_heads, cfg.head_dim, getattr(torch, cfg.cache_dtype))
+        self.indexer = IndexPoolIndexer(cfg.indexpool_config(), method=cfg.pool_method, weights=layer.pool_weights)
+        self.block_q = torch.zeros(cfg.indexer_heads, cfg.indexer_dim)  # (H_I, d_I)
+        self.block_w = torch.zeros(cfg.indexer_heads)  # (H_I,)
+        self.key_tail = torch.zeros(0, cfg.indexer_dim)  # (≤ W − 1, d_I) the stream's last token keys
+
+    @property
+    def length(self) -> int:
+        return self.kv.n
+
+
+# ------------------------------------------------------------------ attention
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Grouped-query softmax attention, per group of queries over its own keys; every query needs a valid key.
+    q (G, Tg, H, D), k/v (G, n, Hkv, D), valid (G, Tg, n) bool → (G, Tg, H, D)"""
+    q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # (G, heads, tokens, D)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=valid[:, None], enable_gqa=True)
+    return out.transpose(1, 2)
+
+
+def gather_kv(cache: SparseCache, new_kv: torch.Tensor, p0: int, pos: torch.Tensor) -> torch.Tensor:
+    """Keys/values of absolute positions: < p0 from the cache, ≥ p0 from the new tokens (differentiable).
+    new_kv (T, 2, Hkv, D), pos (...) → (..., 2, Hkv, D); out-of-range positions give garbage (mask them)."""
+    new = new_kv[(pos - p0).clamp(0, new_kv.shape[0] - 1)]
+    if p0 == 0:
+        return new
+    old = cache.kv.data[pos.clamp(0, p0 - 1)].to(new_kv.dtype)
+    return torch.where((pos < p0)[..., None, None, None], old, new)
+
+
+class SparseAttention(nn.Module):
+    """x (B, T, d) → per-head outputs (B, T, H, Dh), reading and extending one SparseCache per batch row."""
+
+    def __init__(self, cfg: HybridConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        H, Hkv, D = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        self.q_proj = nn.Linear(cfg.d_model, H * D, bias=False)
+        self.kv_proj = nn.Linear(cfg.d_model, 2 * Hkv * D, bias=False)
+        self.q_norm = nn.RMSNorm(D, eps=cfg.norm_eps)
+        self.k_norm = nn.RMSNorm(D, eps=cfg.norm_eps)
+        # the indexer's own small projections (DSA lightning indexer): H_I queries, one key, head weights
+        self.index_q = nn.Linear(cfg.d_model, cfg.indexer_heads * cfg.indexer_dim, bias=False)
+        self.index_k = nn.Linear(cfg.d_model, cfg.indexer_dim, bias=False)
+        self.index_w = nn.Linear(cfg.d_model, cfg.indexer_heads, bias=False)
+        # the learnable pooling weights (α, β, γ, σ, λ for IndexPool), shared by the indexers of every stream
+        self.pool_weights: nn.Module | None = None
+        if cfg.pool_method == "indexpool":
+            self.pool_weights = PoolingWeights(cfg.indexpool_config())
+        elif cfg.pool_method == "static":
+            self.pool_weights = StaticPoolingWeights(cfg.pool_ratio)
+        elif cfg.pool_method == "mean_pool":
+            self.pool_weights = MeanPoolingWeights(cfg.pool_ratio)
+
+    def project(self, x: torch.Tensor):
+        """x (B, T, d) → q (B, T, H, D), kv (B, T, 2, Hkv, D) rounded to the cache dtype."""
+        B, T, _ = x.shape
+        cfg = self.cfg
+        q = self.q_norm(self.q_proj(x).view(B, T, cfg.n_heads, cfg.head_dim))
+        k, v = self.kv_proj(x).view(B, T, 2, cfg.n_kv_heads, cfg.head_dim).unbind(2)
+        kv = torch.stack([self.k_norm(k), v], dim=2)
+        return q, kv.to(getattr(torch, cfg.cache_dtype)).to(x.dtype)
+
+    def indexer_project(self, x: torch.Tensor):
+        """x (B, T, d) → indexer queries (B, T, H_I, d_I), token keys (B, T, d_I), head weights (B, T, H_I).
+        The keys the indexer stores are the token keys' window means (``indexer_keys``)."""
+        B, T, _ = x.shape
+        iq = self.index_q(x).view(B, T, self.cfg.indexer_heads, self.cfg.indexer_dim)
+        return iq, self.index_k(x), self.index_w(x) * self.cfg.indexer_heads**-0.5
+
+    def indexer_keys(self, token_keys: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
+        """Token keys (..., T, d_I) → the stored indexer keys (..., T, d_I); previous (..., P, d_I): the stream's
+        token keys before them (None: they start the stream)."""
+        if previous is None:
+            previous = token_keys.new_zeros(*token_keys.shape[:-2], 0, token_keys.shape[-1])
+        return window_mean(token_keys, previous, self.cfg.indexer_key_window)
+
+    def forward(self, x: torch.Tensor, caches: list[SparseCache]) -> torch.Tensor:
+        """Collection tokens continuing each cache's stream: x (B, T, d) → (B, T, H, D); the caches are extended.
+        Selection is discrete: the indexer (fed detached states) and the pooling weights get no gradient here."""
+        q, kv = self.project(x)
+        iq, token_keys, iw = self.indexer_project(x.detach())
+        keep = self.cfg.indexer_key_window - 1
+        out = []
+        for b, cache in enumerate(caches):
+            ik = self.indexer_keys(token_keys[b], cache.key_tail.to(token_keys.dtype))  # (T, d_I)
+            if keep:
+                cache.key_tail = torch.cat([cache.key_tail, token_keys[b].float()])[-keep:]
+            out.append(self._stream(q[b], kv[b], iq[b], ik, iw[b], cache))
+        return torch.stack(out)
+
+    def _stream(self, q, kv, iq, ik, iw, cache: SparseCache) -> torch.Tensor:
+        """One stream: q (T, H, D), kv (T, 2, Hkv, D), iq (T, H_I, d_I), ik (T, d_I), iw (T, H_I) → (T, H, D)."""
+        cfg = self.cfg
+        Q, W, S = cfg.query_block, cfg.local_window, cfg.sink_tokens
+        T, p0 = q.shape[0], cache.length
+        p1 = p0 + T
+        cache.indexer.append(ik, iq, iw)
+        g0, g1 = p0 // Q, (p1 - 1) // Q + 1  # query blocks touched: [g0, g1)
+        blocks = torch.arange(g0, g1)  # (G,)
+        sel_pos = blocks * Q - 1  # the token selecting for each block
+        in_chunk = sel_pos >= p0
+        bq = torch.where(in_chunk[:, None, None], iq[(sel_pos - p0).clamp_min(0)], cache.block_q)  # (G, H_I, d_I)
+        bw = torch.where(in_chunk[:, None], iw[(sel_pos - p0).clamp_min(0)], cache.block_w)  # (G, H_I)
+        w0 = (blocks * Q - W).clamp_min(0)  # (G,) window start
+        starts, lens = select_blocks(cache.indexer, bq, bw, w0, S, cfg.prefill_topk_tokens)  # (G, m)
+        # key positions per block: sink | selected entries | window + own block
+        r = cache.indexer.block
+        offs = torch.arange(r)
+        sel = (starts[:, :, None] + offs).flatten(1)  # (G, m·r)
+        sel_ok = (offs < lens[:, :, None]).flatten(1)
+        sink = torch.arange(S).expand(len(blocks), -1)  # (G, S)
+        sink_ok = sink < torch.minimum(w0, torch.tensor(S))[:, None]
+        win = blocks[:, None] * Q - W + torch.arange(W + Q)  # (G, W + Q)
+        pos = torch.cat([sink, sel, win], 1)  # (G, n)
+        ok = torch.cat([sink_ok, sel_ok, win >= 0], 1)  # (G, n)
+        qpos = blocks[:, None] * Q + torch.arange(Q)  # (G, Q) absolute query positions
+        valid = ok[:, None, :] & (pos[:, None, :] <= qpos[:, :, None])  # (G, Q, n) causal
+        keys = gather_kv(cache, kv, p0, pos)  # (G, n, 2, Hkv, D)
+        lead = p0 - g0 * Q
+        qb = F.pad(q, (0, 0, 0, 0, lead, len(blocks) * Q - lead - T)).view(len(blocks), Q, *q.shape[1:])
+        out = attend(qb, keys[:, :, 0], keys[:, :, 1], valid).flatten(0, 1)[lead : lead + T]  # (T, H, D)
+        cache.kv.append(kv)
+        nxt = (p1 // Q) * Q - 1  # selects for the block open after this chunk
+        if nxt >= p0:
+            cache.block_q, cache.block_w = iq[nxt - p0].detach(), iw[nxt - p0].detach()
+        return out
+
+    def attend_question(self, x: torch.Tensor, cache: SparseCache) -> tuple[torch.Tensor, Selection]:
+        """Question tokens after a collection, each selecting its own top-k entries of the whole collection.
+        x (1, Tq, d) → ((1, Tq, H, D), the Selection); the cache is only read."""
+        cfg = self.cfg
+        q, kv = self.project(x)
+        iq, _, iw = self.indexer_project(x.detach())
+        q, kv = q[0], kv[0]
+        Tq, L = q.shape[0], cache.length
+        k_tokens = L if cfg.topk_tokens < 0 else cfg.topk_tokens
+        selection = cache.indexer.select(iq[0], iw[0], k_tokens)  # forced [(0, lo), (hi, L)]
+        (_, lo), (hi, _) = selection.forced
+        r = cache.indexer.block
+        offs = torch.arange(r)
+        sel = (selection.starts[:, :, None] + offs).flatten(1)  # (Tq, m·r)
+        sel_ok = (offs < selection.lengths[:, :, None]).flatten(1)
+        fixed = torch.cat([torch.arange(lo), torch.arange(hi, L + Tq)]).expand(Tq, -1)  # sink, window, question
+        pos = torch.cat([sel, fixed], 1)  # (Tq, n)
+        qpos = L + torch.arange(Tq)
+        valid = torch.cat([sel_ok, torch.ones_like(fixed, dtype=torch.bool)], 1) & (pos <= qpos[:, None])
+        keys = gather_kv(cache, kv, L, pos)  # (Tq, n, 2, Hkv, D)
+        out = attend(q[:, None], keys[:, :, 0], keys[:, :, 1], valid[:, None])  # (Tq, 1, H, D)
+        return out.transpose(0, 1), selection

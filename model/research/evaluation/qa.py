@@ -1,0 +1,126 @@
+"""``eval qa``: evidence recall@1/5/10, document@1, answer ROUGE-L and latency of each QA system on the same corpus.
+
+Inputs (JSONL): documents ``{"id", "text", "title"?}``; questions ``{"id", "question", "answers": [str],
+"evidence": [{"doc", "start", "end"}]}`` with character spans in the document texts. Every system indexes the
+whole corpus (``index_s``), then answers each question with up to 10 citations; the latency is the wall time
+of one ``ask``. ``document@1``: the first citation lies in a document holding gold evidence (over a collection,
+whether the system found the right document at all). Questions without evidence count for ROUGE-L only. A citation
+of an unknown document or of more than ``MAX_CITATION_WORDS`` words stops the run with an error.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from model.research.evaluation.datasets import read_jsonl
+from model.research.evaluation.metrics import (
+    Span,
+    check_citations,
+    first_hit_rank,
+    latency_percentiles,
+    recall_at,
+    rouge,
+)
+from model.research.evaluation.systems import Document, QASystem, available, make_qa_system
+
+RECALL_AT = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    answers: list[str]
+    evidence: list[Span]
+
+
+def load_documents(path: Path) -> list[Document]:
+    return [Document(str(row["id"]), row["text"], row.get("title") or "") for row in read_jsonl(path)]
+
+
+def load_questions(path: Path, limit: int | None = None) -> list[Question]:
+    rows = read_jsonl(path)[:limit]
+    return [
+        Question(
+            str(row["id"]),
+            row["question"],
+            list(row.get("answers") or []),
+            [Span(str(e["doc"]), int(e["start"]), int(e["end"])) for e in row.get("evidence") or []],
+        )
+        for row in rows
+    ]
+
+
+def evaluate_system(
+    system: QASystem,
+    documents: Sequence[Document],
+    questions: Sequence[Question],
+    per_question: list[dict[str, Any]] | None = None,
+) -> dict[str, float]:
+    """Index ``documents`` with ``system`` and score it on ``questions``."""
+    started = time.perf_counter()
+    system.index(documents)
+    index_s = time.perf_counter() - started
+    texts = {d.id: d.text for d in documents}
+    ranks, document_hits, rouge_l, latencies = [], [], [], []
+    for q in questions:
+        started = time.perf_counter()
+        response = system.ask(q.question, max(RECALL_AT))
+        latencies.append((time.perf_counter() - started) * 1000)
+        cited = response.citations[: max(RECALL_AT)]
+        check_citations(texts, cited, system.name)
+        rank = first_hit_rank(cited, q.evidence) if q.evidence else None
+        if q.evidence:
+            ranks.append(rank)
+            document_hits.append(bool(cited) and cited[0].doc in {e.doc for e in q.evidence})
+        score = rouge(response.answer, q.answers, ("rougeL",))["rougeL"] if q.answers else None
+        if score is not None:
+            rouge_l.append(score)
+        if per_question is not None:
+            per_question.append(
+                {
+                    "system": system.name,
+                    "id": q.id,
+                    "rank": rank,
+                    "rougeL": score,
+                    "answer": response.answer,
+                    "citations": [asdict(c) for c in response.citations[:3]],
+                }
+            )
+    result = {f"recall@{k}": recall_at(ranks, k) for k in RECALL_AT}
+    result["document@1"] = sum(document_hits) / len(document_hits) if document_hits else float("nan")
+    result["rougeL"] = sum(rouge_l) / len(rouge_l) if rouge_l else float("nan")
+    result |= latency_percentiles(latencies)
+    result["index_s"] = index_s
+    return result
+
+
+def run_qa(
+    corpus: Path,
+    questions_path: Path,
+    systems: Sequence[str],
+    limit: int | None = None,
+    per_question: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The ``eval qa --json`` object."""
+    documents = load_documents(corpus)
+    questions = load_questions(questions_path, limit)
+    report: dict[str, Any] = {
+        "questions": len(questions),
+        "evidence_questions": sum(bool(q.evidence) for q in questions),
+        "documents": len(documents),
+        "systems": {},
+    }
+    for name, system in available(systems, make_qa_system, report):
+        print(
+            f"eval qa: {name} on {len(questions)} questions over {len(documents)} documents",
+            file=sys.stderr,
+            flush=True,
+        )
+        report["systems"][name] = evaluate_system(system, documents, questions, per_question)
+    return report

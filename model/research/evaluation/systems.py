@@ -1,0 +1,98 @@
+"""The interfaces every evaluated system implements, and the registry the tasks pick systems from.
+
+A ``QASystem`` indexes a corpus once and then answers questions with ranked citations (character spans of
+passages of at most ~200 words, ``model.inference.passages``) and an extractive answer. Summarizers are the
+product's (``model.inference.summarizers``), given each text's sentences as the library splits them.
+
+The IndexPool model is the system ``indexpool`` (``indexpool-int8`` and ``indexpool-uncompressed``: the same weights
+with another indexer cache); without its checkpoint it is reported as unavailable, with the reason, and never
+replaced by anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from model.inference.qa import CollectionIndex, answer
+from model.inference.summarizers import SUMMARIZERS, Summarizer, SummarizerUnavailable, make_summarizer
+from model.network.checkpoint import CheckpointMissing, Model, load_model
+from model.research.evaluation.baselines import BM25System, DenseSystem
+from model.research.evaluation.documents import Document, QASystem, Response
+from model.research.evaluation.metrics import Span
+from model.research.evaluation.passages import document_text
+
+QA_SYSTEMS = ("indexpool", "bm25", "dense")
+# also accepted by --systems: the model with another indexer cache (model.network.checkpoint.CACHE_VARIANTS)
+QA_VARIANTS = ("indexpool-int8", "indexpool-uncompressed")
+
+__all__ = ["QA_SYSTEMS", "QA_VARIANTS", "SUMMARIZERS", "Document", "QASystem", "Response", "Summarizer"]
+
+
+class SystemUnavailable(Exception):
+    """The system cannot run here; the message says why."""
+
+
+class IndexPoolQA:
+    """The model as the product runs it (``model.inference.qa``): cites the best passages; the answer is the best
+    passage's best sentence."""
+
+    def __init__(self, model: Model, name: str = "indexpool") -> None:
+        self.model, self.name = model, name
+
+    def index(self, documents: Sequence[Document]) -> None:
+        self.documents = [document_text(d.id, d.text) for d in documents]
+        self.collection = CollectionIndex.build(self.model, self.documents)
+
+    def ask(self, question: str, k: int) -> Response:
+        hits = answer(self.model, self.collection, question, k)
+        index = self.collection
+        cited = []
+        for hit in hits:
+            start, end = index.passage_spans[hit.passage].tolist()
+            cited.append(Span(index.document_ids[int(index.passage_document[hit.passage])], start, end))
+        if not hits:
+            return Response([], "")
+        best = hits[0].sentence
+        document = self.documents[int(index.sentence_document[best])]
+        return Response(cited, document.sentence_text(int(index.sentence_number[best])))
+
+
+def make_qa_system(name: str) -> QASystem:
+    """The QA system called ``name``; raises SystemUnavailable, or ValueError for an unknown name."""
+    if name == "indexpool" or name in QA_VARIANTS:
+        variant = name.removeprefix("indexpool").removeprefix("-")
+        try:
+            return IndexPoolQA(load_model(variant=variant), name)
+        except CheckpointMissing as error:
+            raise SystemUnavailable(str(error)) from error
+    if name == "bm25":
+        return BM25System()
+    if name == "dense":
+        return DenseSystem()
+    raise ValueError(f"unknown QA system {name!r} (choose from {', '.join(QA_SYSTEMS + QA_VARIANTS)})")
+
+
+def make_eval_summarizer(name: str, summary_policy: str = "") -> Summarizer:
+    """The product's summarizer ``name``; SystemUnavailable when it cannot run here."""
+    try:
+        return make_summarizer(name, summary_policy)
+    except SummarizerUnavailable as error:
+        raise SystemUnavailable(str(error)) from error
+
+
+System = TypeVar("System")
+
+
+def available(
+    names: Sequence[str], make: Callable[[str], System], report: dict[str, Any]
+) -> Iterator[tuple[str, System]]:
+    """Yield ``(name, system)`` for each system that can run here; each one that cannot is recorded in
+    ``report["systems"][name]`` as ``{"unavailable": reason}``."""
+    for name in names:
+        try:
+            system = make(name)
+        except SystemUnavailable as error:
+            report["systems"][name] = {"unavailable": str(error)}
+            continue
+        yield name, system

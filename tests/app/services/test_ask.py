@@ -1,0 +1,163 @@
+"""The readers over a library: every citation is a sentence of the library (a row of the sentences table, with its
+page); the IndexPool reader's persisted per-selection index (reused, restored by a fresh process, rebuilt when the
+selection changes, built once under concurrent asks); the clear error without a checkpoint."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from sqlalchemy import select
+
+from app.services import Services, UserError
+from app.services.ask import Answer
+from ingest.document import Page, ParsedDocument
+from ingest.pipeline import parse_text
+from ingest.segment import segment
+from model.inference.qa import CollectionIndex
+from model.research.training.train import REPO, TrainConfig, Trainer
+from storage.models import SentenceRow
+
+PARAGRAPHS = {
+    "whales.txt": [
+        "Whales are marine mammals. They breathe air through a blowhole on the top of the head.",
+        "The blue whale is the largest animal known to have lived. It feeds almost only on krill.",
+    ],
+    "trains.txt": [
+        "The first public railway to use steam locomotives opened in 1825. It ran between Stockton and Darlington.",
+        "High-speed trains run on dedicated tracks. Some reach more than 300 kilometres per hour.",
+    ],
+    "report.pdf": [  # two pages, one paragraph each
+        "The budget committee met on Monday. It approved the new library building.",
+        "Construction starts in the spring. The architect expects it to take two years.",
+    ],
+}
+
+
+def parsed(source: str, paragraphs: list[str]) -> ParsedDocument:
+    text = "\n\n".join(paragraphs)
+    document = parse_text(source, "", "txt", text, hashlib.sha256(text.encode()).hexdigest())
+    if not source.endswith(".pdf"):
+        return document
+    second = document.text.index(paragraphs[1])
+    pages = [Page(1, 0, second), Page(2, second, len(document.text))]
+    sentences = segment(document.text, page_starts=[p.start for p in pages]).sentences
+    return replace(document, kind="pdf", pages=pages, sentences=sentences)
+
+
+@pytest.fixture(scope="session")
+def checkpoint(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint of the smoke training config (about 20 s on one CPU thread)."""
+    out = tmp_path_factory.mktemp("checkpoint")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert Trainer(TrainConfig.from_json(REPO / "configs" / "train_smoke.json"), out, resume=False).run()
+    finally:
+        torch.set_num_threads(threads)
+    return out / "indexpool.pt"
+
+
+@pytest.fixture
+def services(checkpoint: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Services:
+    monkeypatch.setenv("INDEXPOOL_CHECKPOINT", str(checkpoint))
+    services = Services(home)
+    events = list(services.ingest.ingest_texts([parsed(s, p) for s, p in PARAGRAPHS.items()], "notes"))
+    assert all(e.status == "ingested" for e in events)
+    return services
+
+
+def assert_library_sentences(services: Services, answer: Answer) -> None:
+    """Every citation is a row of the sentences table: its document, span, text and page."""
+    with services.ingest.library.session() as session:
+        rows = {
+            (r.document_id, r.start, r.end): r
+            for r in session.scalars(
+                select(SentenceRow).where(SentenceRow.document_id.in_({c.doc for c in answer.citations}))
+            )
+        }
+    assert answer.citations
+    for citation in answer.citations:
+        row = rows[(citation.doc, citation.start, citation.end)]
+        assert (row.text, row.page) == (citation.text, citation.page)
+        document = services.library.document(citation.doc)
+        assert document.text[citation.start : citation.end] == citation.text
+        assert citation.title == document.title and citation.source == document.source
+
+
+@pytest.mark.parametrize("reader", ["bm25", "indexpool"])
+def test_every_citation_is_a_library_sentence_with_its_page(services: Services, reader: str) -> None:
+    for question in ("How do whales breathe?", "When does construction start?", "budget committee library"):
+        answer = services.ask.ask(["notes"], question, top_k=6, reader=reader)
+        assert answer.reader == reader
+        assert_library_sentences(services, answer)
+        assert answer.answer.startswith(f"{answer.citations[0].text} [1]")
+    pages = {c.page for c in services.ask.ask(["notes"], "budget construction", top_k=8, reader=reader).citations}
+    assert {1, 2} <= pages  # both pages of the PDF
+
+
+def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert services.ask.available_readers() == ["bm25", "indexpool"] and services.ask.default_reader() == "indexpool"
+    answer = services.ask.ask(["notes"], "How do whales breathe?", top_k=4)
+    assert answer.reader == "indexpool"
+    assert list(answer.timings_ms) == ["load", "index", "encode_question", "score", "cite", "total"]
+    assert len(answer.citations) == 4
+    assert [c.score for c in answer.citations] == sorted((c.score for c in answer.citations), reverse=True)
+    stored = list((home / "indexpool").glob("*.npz"))
+    assert len(stored) == 1
+
+    built = answer.timings_ms["index"]
+    again = services.ask.ask(["notes"], "How do whales breathe?", top_k=4)
+    assert again.timings_ms["index"] < built
+    assert [c.text for c in again.citations] == [c.text for c in answer.citations]
+
+    # a new process: restored from the file, not encoded again
+    monkeypatch.setattr(CollectionIndex, "build", lambda *_: pytest.fail("the index was rebuilt"))
+    restored = Services(home).ask.ask(["notes"], "How do whales breathe?", top_k=4)
+    assert restored.citations == answer.citations and restored.answer == answer.answer
+    assert list((home / "indexpool").glob("*.npz")) == stored
+
+    services.ingest.library.ensure_collection("empty")
+    nothing = services.ask.ask(["empty"], "How do whales breathe?")
+    assert nothing.citations == [] and nothing.answer.startswith("No sentence")
+
+
+def test_a_new_document_changes_the_fingerprint(services: Services, home: Path) -> None:
+    services.ask.ask(["notes"], "What do blue whales eat?")
+    extra = parsed("birds.txt", ["Penguins cannot fly. They swim with their wings."])
+    (event,) = services.ingest.ingest_texts([extra], "notes")
+    assert event.status == "ingested"
+    answer = services.ask.ask(["notes"], "What do blue whales eat?", top_k=7)
+    assert len(list((home / "indexpool").glob("*.npz"))) == 2
+    assert event.document_id in {c.doc for c in answer.citations}  # all seven passages cited
+
+
+def test_concurrent_asks_build_one_index(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    builds = []
+    build = CollectionIndex.build
+    monkeypatch.setattr(CollectionIndex, "build", lambda model, documents: builds.append(1) or build(model, documents))
+    answers = []
+    asks = [
+        threading.Thread(target=lambda: answers.append(services.ask.ask(["notes"], "When did the railway open?")))
+        for _ in range(3)
+    ]
+    for thread in asks:
+        thread.start()
+    for thread in asks:
+        thread.join()
+    assert len(builds) == 1 and len(answers) == 3
+    assert all(a.citations == answers[0].citations for a in answers)
+
+
+def test_without_a_checkpoint_the_baseline_answers(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INDEXPOOL_CHECKPOINT", str(tmp_path / "missing.pt"))
+    services = Services(home)
+    list(services.ingest.ingest_texts([parsed(s, p) for s, p in PARAGRAPHS.items()], "notes"))
+    assert services.ask.available_readers() == ["bm25"] and services.ask.default_reader() == "bm25"
+    assert services.ask.ask(["notes"], "How do whales breathe?").reader == "bm25"
+    with pytest.raises(UserError, match=r"checkpoint is not installed \(.*missing\.pt\); use --reader bm25"):
+        services.ask.ask(["notes"], "How do whales breathe?", reader="indexpool")

@@ -1,0 +1,210 @@
+"""The services behind the app's tabs, without a browser: cited pages and evidence, sessions per user, summaries,
+metrics, settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from ui_support import text_pdf
+
+from app.services import Services, UserError
+from storage.models import SummaryRow
+
+TIDES = [
+    [
+        "Tidal power converts the energy of the tides into electricity.",
+        "The tides are predictable, which makes tidal power a reliable source of energy.",
+    ],
+    [
+        "A tidal barrage holds water behind a dam at high tide and releases it through turbines.",
+        "Tidal stream generators work like underwater wind turbines in fast currents.",
+    ],
+]
+LIGHTHOUSES = (
+    "Lighthouses guide ships along dangerous coasts.\n\nTheir lamps rotate to make a recognisable pattern of "
+    "flashes. Keepers once trimmed the wicks every night.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Services, dict[str, int]]:
+    """A library with a two-page PDF and a text file uploaded into 'energy'; the documents' ids by kind."""
+    folder = tmp_path_factory.mktemp("uploads")
+    (folder / "tides.pdf").write_bytes(text_pdf("Notes on Tidal Power", TIDES))
+    (folder / "lighthouses.txt").write_text(LIGHTHOUSES)
+    services = Services(tmp_path_factory.mktemp("library"))
+    events = list(services.ingest.ingest_uploads([folder / "tides.pdf", folder / "lighthouses.txt"], "energy"))
+    assert [e.status for e in events] == ["ingested", "ingested"], events
+    return services, {services.library.document(e.document_id).kind: e.document_id for e in events}
+
+
+def test_a_cited_pdf_page_renders_with_its_sentence_in_context(library: tuple[Services, dict[str, int]]) -> None:
+    services, ids = library
+    answer = services.ask.ask(["energy"], "What does a barrage hold behind a dam?", top_k=3)
+    top = answer.citations[0]
+    assert top.doc == ids["pdf"] and top.page == 2 and "barrage" in top.text, answer.citations
+    evidence = services.library.evidence(top.doc, top.start, top.end, top.page)
+    assert evidence.quote == top.text and evidence.page == 2
+    assert "Tidal stream generators" in evidence.after and "predictable" not in evidence.before  # page 2 only
+    image = services.library.render_page(top.doc, 2)
+    assert image.width > 500 and image.height > 600
+    assert image.convert("L").getextrema()[0] < 100, "the rendered page has no dark (text) pixels"
+    with pytest.raises(UserError, match="has pages 1-2, not 3"):
+        services.library.render_page(top.doc, 3)
+
+
+def test_text_documents_have_evidence_but_no_page(library: tuple[Services, dict[str, int]]) -> None:
+    services, ids = library
+    document = services.library.document(ids["txt"])
+    start = document.text.index("Their lamps")
+    end = document.text.index("flashes.") + len("flashes.")
+    evidence = services.library.evidence(ids["txt"], start, end)
+    assert evidence.quote.startswith("Their lamps") and evidence.before.startswith("Lighthouses")
+    assert evidence.after.strip() == "Keepers once trimmed the wicks every night."
+    assert not evidence.cut_before and not evidence.cut_after
+    short = services.library.evidence(ids["txt"], start, end, context=20)
+    assert short.cut_before and short.cut_after and not short.before.startswith("ouses")
+    with pytest.raises(UserError, match="is not a PDF"):
+        services.library.render_page(ids["txt"], 1)
+
+
+def test_a_pdf_whose_file_is_gone_or_changed_is_a_clear_error(tmp_path: Path) -> None:
+    services = Services(tmp_path / "library")
+    pdf = tmp_path / "tides.pdf"
+    pdf.write_bytes(text_pdf("Notes on Tidal Power", TIDES))
+    (event,) = services.ingest.ingest([pdf], "energy")
+    assert services.library.render_page(event.document_id, 1).width > 0
+    pdf.write_bytes(text_pdf("Notes on Tidal Power", TIDES[::-1]))
+    with pytest.raises(UserError, match="changed since it was ingested"):
+        services.library.render_page(event.document_id, 1)
+    pdf.unlink()
+    with pytest.raises(UserError, match=r"the file of 'Notes on Tidal Power' is gone \(.*tides\.pdf\)"):
+        services.library.render_page(event.document_id, 1)
+    with pytest.raises(UserError, match="no longer in the library"):
+        services.library.render_page(event.document_id + 100, 1)
+
+
+def test_sessions_belong_to_their_user_and_survive_a_restart(library: tuple[Services, dict[str, int]]) -> None:
+    services, _ = library
+    alice = services.sessions.create("alice's notes", "alice")
+    bob = services.sessions.create("bob's notes", "bob")
+    services.ask.ask(["energy"], "What does a barrage hold behind a dam?", session_id=alice.id, user="alice")
+    with pytest.raises(UserError, match=f"no session with id {alice.id}"):
+        services.ask.ask(["energy"], "Who keeps the lighthouse?", session_id=alice.id, user="bob")
+    with pytest.raises(UserError, match=f"no session with id {alice.id}"):
+        services.sessions.export(alice.id, "md", "bob")
+    assert [s.name for s in services.sessions.list("bob")] == ["bob's notes"]
+    assert all(s.id not in (alice.id, bob.id) for s in services.sessions.list(""))
+    restarted = Services(services.home)
+    (session,) = restarted.sessions.list("alice")
+    assert (session.id, session.questions) == (alice.id, 1)
+    (turn,) = restarted.sessions.history(alice.id, "alice")
+    assert turn["question"] == "What does a barrage hold behind a dam?" and turn["citations"][0]["page"] == 2
+
+
+ABSTRACT_PAPER = """A Study of Tidal Barrages
+
+Abstract
+
+Tidal barrages store water at high tide and release it through turbines. We measure their output over a year.
+
+1 Introduction
+
+Tidal power is predictable. Barrages hold water behind a dam at high tide. The water is released through turbines
+when the tide falls. Output follows the lunar cycle closely.
+
+2 Results
+
+The barrage produced power for ten hours a day. Maintenance stopped it for two weeks in winter.
+"""
+
+
+def test_summaries_cite_their_sentences_and_score_against_the_abstract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INDEXPOOL_CHECKPOINT", str(tmp_path / "missing.pt"))  # the labelled LEAD fallback
+    services = Services(tmp_path / "library")
+    (tmp_path / "barrages.txt").write_text(ABSTRACT_PAPER)
+    (tmp_path / "tides.pdf").write_bytes(text_pdf("Notes on Tidal Power", TIDES))
+    ids = {Path(e.source).suffix: e.document_id for e in services.ingest.ingest([tmp_path], "energy")}
+    seen: list[tuple[int, int, str]] = []
+    summary = services.summaries.summarize("energy", [], 12, progress=lambda *step: seen.append(step))
+    assert summary.scope == "collection" and summary.summarizer == "lead"
+    assert summary.label == "baseline: lead (model checkpoint not installed)"
+    assert [step[:2] for step in seen] == [(0, 2), (1, 2)]
+    by_id = {d.document_id: d for d in summary.documents}
+    paper, notes = by_id[ids[".txt"]], by_id[ids[".pdf"]]
+    text = services.library.document(paper.document_id).text
+    assert paper.sentences[0]["text"] == "Tidal power is predictable."  # the body's lead, not the abstract
+    assert all(text[s["start"] : s["end"]] == s["text"] for s in paper.sentences)
+    words = [len(s["text"].split()) for s in paper.sentences]  # whole sentences until the budget is reached
+    assert sum(words) >= 12 > sum(words) - words[-1]
+    assert paper.rouge is not None and 0 < paper.rouge["rouge1"] < 1
+    assert notes.rouge is None and [s["page"] for s in notes.sentences] == [1, 1]
+    one = services.summaries.summarize("energy", [ids[".pdf"]], 30, "lexrank")
+    assert one.scope == "document" and one.label == "lexrank" and len(one.documents) == 1
+    with pytest.raises(UserError, match="no ingested document 999"):
+        services.summaries.summarize("energy", [999], 30)
+    with pytest.raises(UserError, match="word budget must be between 1 and 2000"):
+        services.summaries.summarize("energy", [], 0)
+    metrics = [m for m in services.metrics.records() if m["kind"] == "summarize"]
+    assert [m["data"]["documents"] for m in metrics] == [2, 1] and metrics[0]["data"]["rouge"]["rouge1"] > 0
+    with services.ingest.library.session() as session:
+        rows = session.scalars(select(SummaryRow).order_by(SummaryRow.id)).all()
+        assert [(r.scope, r.id) for r in rows] == [("collection", summary.id), ("document", one.id)]
+        assert rows[0].scores == {str(ids[".txt"]): paper.rouge}
+
+
+def test_settings_are_validated_stored_per_user_and_used_by_ask(library: tuple[Services, dict[str, int]]) -> None:
+    services, _ = library
+    assert (
+        services.settings.settings("carol")["top_k"] == 5 and services.settings.settings("carol")["preset"] == "default"
+    )
+    saved = services.settings.save(
+        {"top_k": 1, "preset": "technical", "alpha": 0.3, "beta": 0.55, "gamma": 0.15}, "carol"
+    )
+    assert saved["top_k"] == 1 and saved["ratio"] == 4
+    assert Services(services.home).settings.settings("carol") == saved  # stored, not only in memory
+    assert services.settings.settings("dave")["top_k"] == 5  # another user's settings are their own
+    for values, message in [
+        ({"alpha": 0.9}, r"α \+ β \+ γ must add up to 1, got 1\.60"),
+        ({"alpha": -0.1, "beta": 0.9, "gamma": 0.2}, "α must be a number between 0 and 1, got -0.1"),
+        ({"ratio": 3}, "the pooling ratio must be 1, 2, 4 or 8, got 3"),
+        ({"top_k": 0}, "top-k must be a whole number between 1 and 100, got 0"),
+        ({"reader": "gpt"}, "unknown reader 'gpt'"),
+        ({"summarizer": "gpt"}, "unknown summarizer 'gpt'"),
+        ({"preset": "legal"}, "unknown preset 'legal'"),
+        ({"colour": "red"}, "unknown settings: colour"),
+    ]:
+        with pytest.raises(UserError, match=message):
+            services.settings.save(values, "carol")
+    assert services.settings.settings("carol") == saved
+    assert services.settings.preset_weights("news") == (0.35, 0.25, 0.4)
+
+
+def test_cache_memory_matches_the_indexer(library: tuple[Services, dict[str, int]]) -> None:
+    import torch
+
+    from model.network.indexpool import IndexPoolConfig, IndexPoolIndexer
+    from model.network.indexpool.indexer import cache_bytes
+
+    for tokens, cfg in [
+        (12_002, IndexPoolConfig()),
+        (20_000, IndexPoolConfig(ratio=8, int8=True)),
+        (900, IndexPoolConfig()),
+    ]:
+        indexer = IndexPoolIndexer(cfg, "indexpool")
+        indexer.append(
+            torch.randn(tokens, cfg.head_dim),
+            torch.randn(tokens, cfg.n_heads, cfg.head_dim),
+            torch.rand(tokens, cfg.n_heads),
+        )
+        assert cache_bytes(cfg, tokens) == indexer.cache_bytes(), (tokens, cfg)
+    services, ids = library
+    tokens = sum(services.library.document(i).tokens for i in ids.values())
+    rows = {r["method"]: r["bytes"] for r in services.metrics.cache_memory(2) if r["collection"] == "energy"}
+    assert rows == {"uncompressed": tokens * 256, "IndexPool 2:1": tokens * 256, "IndexPool 2:1 INT8": tokens * 256}
+    with pytest.raises(UserError, match="ratio must be 1, 2, 4 or 8, got 3"):
+        services.metrics.cache_memory(3)

@@ -1,0 +1,36 @@
+"""A document's body for summaries: its library sentences, without the abstract (tagged or copied) and headings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.services.summaries import abstract_copy, body_of
+from ingest.pipeline import parse_item
+from ingest.sources import InputItem
+
+PAPER = b"""<PAPER>
+  <S sid="0">A Tagger &amp;amp; Its Evaluation</S>
+  <ABSTRACT><S sid="1">We present a fast statistical tagger for many languages.</S></ABSTRACT>
+  <SECTION title="1 Introduction" number="1">
+    <S sid="2">We present a fast statistical tagger for many languages.</S>
+    <S sid="3">Taggers   assign tags to words.</S>
+  </SECTION>
+  <SECTION title="2 Method"><S sid="4">Trigrams are smoothed.</S>
+    <SUBSECTION><S>Unknown words use suffixes.</S></SUBSECTION></SECTION>
+</PAPER>"""
+
+
+def test_the_body_is_library_sentences_without_the_abstract(tmp_path: Path) -> None:
+    path = tmp_path / "paper.xml"
+    path.write_bytes(PAPER)
+    (document,) = parse_item(InputItem(str(path), "xml", path=path))
+    body, abstract = body_of(document)
+    assert abstract == 0 and body.document.text.startswith("We present a fast") and "Abstract" not in body.document.text
+    cut = abstract_copy(document, "We present a fast statistical tagger for many languages.")
+    assert cut == {1, 2}  # the tagged abstract and its untagged copy at the start of the introduction
+    body, _ = body_of(document, cut)
+    assert body.document.text == "Taggers assign tags to words.\n\nTrigrams are smoothed.\nUnknown words use suffixes."
+    assert body.sentences == [3, 4, 5]
+    for row, index in enumerate(body.sentences):  # each body sentence is the document's sentence, moved
+        sentence = document.sentences[index]
+        assert body.document.sentence_text(row) == document.text[sentence.start : sentence.end]

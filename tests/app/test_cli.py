@@ -1,0 +1,154 @@
+"""The indexpool CLI end to end on real files: ingest, list, ask with exact citations, remove, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from storage.library import Library
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def papers_home(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
+    home = tmp_path_factory.mktemp("papers")
+    papers = sorted((shared_data / "pdf_papers_papermage_fixtures").glob("*.pdf"))
+    assert main(["--home", str(home), "ingest", *map(str, papers), "--collection", "papers"]) == 0
+    return home
+
+
+def test_ask_json_citations_quote_the_document_text(papers_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer = run_json(
+        capsys,
+        "--home",
+        str(papers_home),
+        "ask",
+        "--collection",
+        "papers",
+        "What datasets were used for evaluation?",
+        "--top-k",
+        "8",
+        "--reader",
+        "bm25",
+    )
+    assert set(answer) >= {"answer", "citations", "timings_ms", "reader"}
+    assert answer["reader"] == "bm25" and answer["citations"]
+    library = Library(papers_home)
+    for citation in answer["citations"]:
+        assert set(citation) >= {"doc", "title", "page", "start", "end", "text", "score"}
+        document = library.document(citation["doc"], with_text=True)
+        assert document.text[citation["start"] : citation["end"]] == citation["text"]
+        assert citation["page"] >= 1
+    assert answer["citations"][0]["text"] in answer["answer"]
+
+
+def test_collections_and_documents_json(papers_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    collections = run_json(capsys, "--home", str(papers_home), "collections")
+    assert [c["name"] for c in collections] == ["papers"]
+    assert collections[0]["documents"] >= 7 and collections[0]["tokens"] > 10_000
+    documents = run_json(capsys, "--home", str(papers_home), "documents", "--collection", "papers")
+    assert all(d["status"] == "ingested" and d["pages"] > 0 for d in documents)
+
+
+def test_reingest_is_a_noop(papers_home: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paper = sorted((shared_data / "pdf_papers_papermage_fixtures").glob("*.pdf"))[0]
+    report = run_json(capsys, "--home", str(papers_home), "ingest", str(paper), "--collection", "papers")
+    assert [f["status"] for f in report["files"]] == ["unchanged"]
+
+
+def test_mixed_batch_ingests_the_good_and_names_the_bad(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    (inputs / "notes.txt").write_text("Attention is all you need. Linear attention runs in linear time.\n")
+    (inputs / "empty.txt").write_bytes(b"")
+    (inputs / "five.pdf").write_bytes(b"%PDF-")
+    (inputs / "sheet.xlsx").write_bytes(b"PK\x03\x04 not really")
+    code, out, err = run(capsys, "--home", str(home), "ingest", str(inputs), "--collection", "mixed")
+    assert code == 1 and err.strip().count("\n") == 0 and "3 of 4" in err
+    assert "notes.txt: ingested" in out
+    for name in ("empty.txt", "five.pdf", "sheet.xlsx"):
+        assert f"{name}: error" in out
+    answer = run_json(capsys, "--home", str(home), "ask", "--collection", "mixed", "linear time")
+    assert "Linear attention runs in linear time." in answer["answer"]
+
+
+def test_remove_by_id_and_whole_collection(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.txt").write_text(f"Document {name} talks about {name}-things.\n", encoding="utf-8")
+    assert run(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "c")[0] == 0
+    documents = run_json(capsys, "--home", str(home), "documents", "--collection", "c")
+    removed = run_json(capsys, "--home", str(home), "remove", "--collection", "c", str(documents[0]["id"]))
+    assert removed["removed"][0]["id"] == documents[0]["id"]
+    assert len(run_json(capsys, "--home", str(home), "documents", "--collection", "c")) == 1
+    assert run_json(capsys, "--home", str(home), "remove", "--collection", "c", "--all")["documents"] == 1
+    assert run_json(capsys, "--home", str(home), "collections") == []
+
+
+def test_user_errors_exit_1_with_one_line(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--home", str(home), "ask", "--collection", "nope", "anything")
+    assert code == 1 and err.startswith("indexpool: error: no collection named 'nope'") and err.count("\n") == 1
+    code, _, err = run(capsys, "--home", str(home), "remove", "--collection", "nope")
+    assert code == 1 and "--all" in err
+
+
+def test_usage_errors_exit_2(home: Path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--home", str(home), "ask", "no collection given"])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--home", str(home), "ingest", "x", "--collection", "c", "--workers", "0"])
+    assert exit_info.value.code == 2
+
+
+def test_sample_library_builds_from_this_python(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = run_json(capsys, "--home", str(home), "sample", "--limit", "4")
+    assert report["collection"] == "python-stdlib" and report["documents"] == 4 and report["errors"] == 0
+    assert report["tokens"] > 1000
+
+
+def test_session_commands(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Gated linear attention keeps a constant-size state.\n", encoding="utf-8")
+    assert run(capsys, "--home", str(home), "ingest", str(notes), "--collection", "c")[0] == 0
+    created = run_json(capsys, "--home", str(home), "session", "new", "Reading group")
+    code, _, err = run(
+        capsys,
+        "--home",
+        str(home),
+        "ask",
+        "--collection",
+        "c",
+        "--session",
+        str(created["id"]),
+        "What state does linear attention keep?",
+    )
+    assert code == 0, err
+    [listed] = run_json(capsys, "--home", str(home), "session", "list")
+    assert listed["name"] == "Reading group" and listed["questions"] == 1
+    out = tmp_path / "session.json"
+    assert (
+        run(
+            capsys, "--home", str(home), "session", "export", str(created["id"]), "--format", "json", "--out", str(out)
+        )[0]
+        == 0
+    )
+    assert json.loads(out.read_text())["questions"][0]["question"] == "What state does linear attention keep?"
+    assert run_json(capsys, "--home", str(home), "session", "delete", str(created["id"])) == {"deleted": created["id"]}
+    code, _, err = run(capsys, "--home", str(home), "session", "show", str(created["id"]))
+    assert code == 1 and "no session with id" in err

@@ -1,0 +1,40 @@
+"""LEAD and LexRank choose whole sentences of a document: budgets, reading order, centrality."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from model.inference.summarizers import Lead, LexRank
+from model.research.evaluation.passages import document_text
+
+
+def chosen_text(summarizer: Lead | LexRank, text: str, budget: int) -> list[str]:
+    document = document_text("d", text)
+    return [document.sentence_text(i) for i in summarizer.choose(document, budget)]
+
+
+def test_lead_takes_the_first_whole_sentences_until_the_budget() -> None:
+    text = "First sentence here. Second one follows. Third line is last."
+    assert chosen_text(Lead(), text, 6) == ["First sentence here.", "Second one follows."]
+    assert chosen_text(Lead(), text, 3) == ["First sentence here."]
+
+
+def test_lexrank_prefers_central_sentences_and_keeps_document_order() -> None:
+    text = (
+        "Bananas are yellow fruit grown in warm places. "
+        "The parser uses a chart to store partial parses of the sentence. "
+        "Our chart parser stores partial parses in a chart for speed. "
+        "A chart parser with partial parses runs in cubic time. "
+        "Weather today was fine and sunny everywhere."
+    )
+    summary = chosen_text(LexRank(), text, 11)
+    assert len(summary) == 1 and "chart" in summary[0]
+    two = chosen_text(LexRank(redundancy=1.0), text, 21)  # two chart sentences fill 21+ words
+    assert len(two) == 2 and all("chart" in s for s in two)
+    assert two == sorted(two, key=text.index)
+
+
+def test_lexrank_centrality_is_uniform_on_a_symmetric_graph() -> None:
+    similarity = np.ones((4, 4))
+    assert LexRank().centrality(similarity) == pytest.approx(np.full(4, 0.25))

@@ -1,0 +1,138 @@
+"""HybridModel: streaming prefill equals one pass, caches save/load exactly and are keyed by model version, the config
+round-trips through JSON, gate statistics are logged, and a tiny end-to-end forward/backward runs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from tolerance import assert_close
+
+from model.network.hybrid import HybridConfig, HybridModel, SpanAccumulator, span_means
+from model.network.hybrid.model import _INDEXER_ROWS
+
+
+def prefill(model, ids, chunk):
+    hidden = []
+    state = model.prefill(ids, chunk_tokens=chunk, on_chunk=lambda start, h: hidden.append(h))
+    return state, torch.cat(hidden)
+
+
+def assert_same_caches(a, b, exact=False):
+    kind = "exact" if exact else "float32-stack"
+    assert a.length == b.length and a.model_version == b.model_version
+    for ga, gb, ca, cb in zip(a.gla, b.gla, a.sparse, b.sparse, strict=True):
+        assert_close(ga, gb, kind)
+        assert_close(ca.kv.data, cb.kv.data, kind)
+        assert_close(ca.block_q, cb.block_q, kind)
+        for name in _INDEXER_ROWS:
+            ra, rb = getattr(ca.indexer, name).data, getattr(cb.indexer, name).data
+            assert_close(ra, rb, kind)
+        assert ca.indexer.pooled_blocks == cb.indexer.pooled_blocks
+
+
+@pytest.mark.parametrize("n, chunks", [(63, (10, 17)), (1000, (77, 300))])
+def test_chunked_prefill_equals_one_shot(tiny, n, chunks):
+    model = HybridModel(tiny).eval()
+    ids = torch.randint(0, tiny.vocab_size, (n,))
+    ref_state, ref = prefill(model, ids, n)
+    assert_close(model(ids[None])[0], ref, "float32-stack")  # forward = one-shot prefill
+    for chunk in chunks:
+        state, hidden = prefill(model, ids, chunk)
+        assert_close(hidden, ref, "float32-stack")
+        assert_same_caches(state, ref_state)
+    pieces = [ids[:5], ids[5:40].numpy(), ids[40:]]  # an iterable of pieces, continuing a state
+    state = model.prefill(pieces[:2], chunk_tokens=16)
+    model.prefill(pieces[2:], chunk_tokens=33, state=state)
+    assert_same_caches(state, ref_state)
+
+
+def test_query_reads_the_whole_collection_without_changing_it(tiny):
+    model = HybridModel(tiny).eval()
+    state = model.prefill(torch.randint(0, tiny.vocab_size, (400,)), chunk_tokens=128)
+    question = torch.randint(0, tiny.vocab_size, (7,))
+    out = model.query(question, state)
+    again = model.query(question, state)
+    assert out.hidden.shape == (7, tiny.d_model) and len(out.selections) == tiny.n_layers
+    assert_close(out.hidden, again.hidden, "exact")
+    sel = out.selections[0]
+    assert sel.starts.shape == (7, 8) and (sel.lengths == 4).all()  # 32 tokens = 8 pooled blocks of r = 4
+    assert sel.forced[0] == (0, 16) and sel.forced[1][1] == 400
+    assert state.length == 400
+
+
+def test_save_load_round_trip_and_version_check(tiny, tmp_path):
+    cfg = dataclasses.replace(tiny, int8_cache=True, cache_dtype="float16")
+    model = HybridModel(cfg).eval()
+    state = model.prefill(torch.randint(0, cfg.vocab_size, (333,)), chunk_tokens=100)
+    path = tmp_path / "c" / "collection.pt"
+    model.save_state(state, path)
+    assert [p.name for p in path.parent.iterdir()] == ["collection.pt"]  # no temp file left
+    loaded = model.load_state(path)
+    assert_same_caches(loaded, state, exact=True)
+    assert loaded.sparse[0].indexer.t1.data.dtype == torch.int8
+    question = torch.randint(0, cfg.vocab_size, (5,))
+    torch.testing.assert_close(
+        model.query(question, loaded).hidden, model.query(question, state).hidden, rtol=0, atol=0
+    )
+    tail = torch.randint(0, cfg.vocab_size, (50,))  # a loaded collection can be extended like the original
+    model.prefill(tail, state=state)
+    model.prefill(tail, state=loaded)
+    assert_same_caches(loaded, state, exact=True)
+    other = HybridModel(dataclasses.replace(cfg, weights_id="retrained"))
+    with pytest.raises(ValueError, match="model version .* re-encode"):
+        other.load_state(path)
+    with pytest.raises(ValueError, match="re-encode"):
+        other.query(question, state)
+
+
+def test_config_json_round_trip(tmp_path):
+    cfg = HybridConfig(d_model=128, n_layers=3, pool_preset="technical", int8_cache=True)
+    cfg.to_json(tmp_path / "cfg.json")
+    back = HybridConfig.from_json(tmp_path / "cfg.json")
+    assert back == cfg and back.model_version == cfg.model_version
+    assert HybridConfig(d_model=128).model_version != HybridConfig().model_version
+    assert back.indexpool_config().beta == 0.55  # the preset reaches the indexer
+    with pytest.raises(ValueError, match="unknown"):
+        HybridConfig.from_dict({"d_modle": 3})
+    with pytest.raises(ValueError, match="query_block must be a multiple"):
+        HybridConfig(query_block=100)
+
+
+def test_forward_backward_and_gate_statistics(tiny):
+    model = HybridModel(dataclasses.replace(tiny, dropout=0.1))
+    ids = torch.randint(0, tiny.vocab_size, (3, 70))
+    ids[1, 50:] = tiny.pad_id  # right padding
+    hidden, states = model(ids, return_states=True)
+    assert hidden.shape == (3, 70, tiny.d_model) and len(states) == 3
+    for i in range(tiny.n_layers):
+        assert 0 < model.stats[f"gate/{i}/mean"] < 1 and model.stats[f"gate/{i}/std"] >= 0
+    question = model.query(torch.randint(0, tiny.vocab_size, (6,)), states[0]).hidden
+    (hidden.pow(2).mean() + question.pow(2).mean()).backward()
+    block = model.blocks[0]
+    for p in (model.embed.weight, block.gate.weight, block.linear.qkv.weight, block.sparse.q_proj.weight):
+        assert p.grad is not None and p.grad.abs().sum() > 0
+
+
+def test_static_embeddings_with_projection(tiny):
+    model = HybridModel(tiny)
+    version = model.model_version
+    model.load_token_embeddings(torch.randn(tiny.vocab_size, 48))
+    assert model.cfg.embed_dim == 48 and model.model_version != version
+    assert model(torch.randint(0, tiny.vocab_size, (1, 9))).shape == (1, 9, tiny.d_model)
+    with pytest.raises(ValueError, match="rows"):
+        model.load_token_embeddings(torch.randn(10, 48))
+
+
+def test_span_accumulator_matches_span_means(tiny):
+    model = HybridModel(tiny).eval()
+    spans = torch.tensor([[0, 5], [5, 40], [40, 41], [41, 120]])
+    acc = SpanAccumulator(spans, tiny.d_model)
+    hidden = []
+    model.prefill(
+        torch.randint(0, tiny.vocab_size, (120,)),
+        chunk_tokens=32,
+        on_chunk=lambda s, h: (acc.add(s, h), hidden.append(h)),
+    )
+    assert_close(acc.means(), span_means(torch.cat(hidden), spans), "float32")

@@ -1,0 +1,77 @@
+"""Config, INT8 / fake quant, and the tiered cache."""
+
+import pytest
+import torch
+from tolerance import assert_close
+
+from kernels.pooling import quantize_int8
+from model.network.indexpool import IndexPoolConfig, TieredCache, fake_quant, hadamard
+
+
+def test_config_json_round_trip_and_presets(tmp_path):
+    cfg = IndexPoolConfig.preset("technical", ratio=8)
+    path = tmp_path / "ip.json"
+    cfg.to_json(path)
+    assert IndexPoolConfig.from_json(path) == cfg
+    assert cfg.beta > IndexPoolConfig().beta and cfg.ratio == 8
+    news = IndexPoolConfig.preset("news")
+    assert news.decay > IndexPoolConfig().decay and news.gamma > IndexPoolConfig().gamma
+    assert IndexPoolConfig().min_length == 10_000
+    with pytest.raises(ValueError, match="unknown IndexPoolConfig fields"):
+        IndexPoolConfig.from_dict({"ratio": 4, "alpha_": 1})
+    with pytest.raises(ValueError, match="ratio must be"):
+        IndexPoolConfig(ratio=3)
+    with pytest.raises(ValueError, match="unknown preset"):
+        IndexPoolConfig.preset("poetry")
+
+
+def test_hadamard_is_orthonormal():
+    h = hadamard(64)
+    assert_close(h @ h.t(), torch.eye(64), "float32")
+    with pytest.raises(ValueError, match="power-of-two"):
+        hadamard(48)
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_int8_error_is_within_half_a_step(rotate):
+    x = torch.randn(500, 64) * torch.linspace(0.1, 10, 64)  # uneven channels
+    rot = hadamard(64) if rotate else None
+    q, s = quantize_int8(x, rot)
+    xr = x @ rot if rotate else x
+    assert ((q.float() * s[:, None] - xr).abs() <= s[:, None] / 2 + 1e-6).all()
+    if rotate:  # scores are invariant: (q R) · (k R) = q · k
+        y = torch.randn(64)
+        error = ((q.float() * s[:, None]) @ (y @ rot) - x @ y).abs().max()
+        assert error <= 0.05 * (x @ y).abs().max()  # INT8 rounding bound: 5 % of the largest product
+
+
+def test_fake_quant_forward_and_straight_through_gradient():
+    x = torch.randn(10, 32, requires_grad=True)
+    y = fake_quant(x)
+    q, s = quantize_int8(x.detach())
+    assert_close(y, q.float() * s[:, None], "float32")
+    (y * torch.arange(32.0)).sum().backward()
+    assert torch.equal(x.grad, torch.arange(32.0).expand(10, 32))  # straight through
+    noisy = fake_quant(x.detach(), noise=0.5)
+    step = x.detach().abs().amax(-1, keepdim=True) / 127
+    assert ((noisy - x.detach()).abs() <= step + 1e-6).all()
+
+
+@pytest.mark.parametrize("memmap", [False, True])
+def test_tiered_cache_lru_budget_and_counters(tmp_path, memmap):
+    page_bytes = 4 * 8 * 4  # 4 tokens × 8 dims × float32
+    cache = TieredCache(
+        8, page_tokens=4, tier2_bytes=2 * page_bytes, tier3_path=str(tmp_path / "t3.bin") if memmap else None
+    )
+    rows = torch.arange(40 * 8, dtype=torch.float32).reshape(40, 8)
+    cache.append(rows[:20])
+    cache.append(rows[20:])
+    assert cache.tier3_bytes == 40 * 8 * 4
+    assert torch.equal(cache.fetch(torch.tensor([0, 5, 6])), rows[[0, 5, 6]])  # pages 0, 1: two misses
+    assert (cache.hits, cache.misses) == (0, 2)
+    cache.fetch(torch.tensor([1]))  # page 0: hit, now most recent
+    assert (cache.hits, cache.misses) == (1, 2)
+    cache.fetch(torch.tensor([9]))  # page 2: miss, evicts page 1 (least recent)
+    assert list(cache.tier2) == [0, 2] and cache.tier2_used <= 2 * page_bytes
+    cache.fetch(torch.tensor([4]))  # page 1 again: miss
+    assert (cache.hits, cache.misses) == (1, 4) and cache.hit_rate == pytest.approx(0.2)
