@@ -21,6 +21,8 @@ from ingest.sources import InputItem, Limits, expand_inputs
 from model.tokenizer import load_tokenizer
 from storage.library import Library
 
+MAX_FILE_BYTES = Limits().max_file_bytes  # the largest file ingested (the CLI's --max-file-mb default)
+
 
 @dataclass
 class IngestEvent:

@@ -10,13 +10,13 @@ import gradio as gr
 
 from app.sample import build_sample
 from app.services import Services
+from app.services.ingest import MAX_FILE_BYTES
 from app.ui.ask import ask_tab
 from app.ui.common import bind
 from app.ui.dashboard import dashboard_tab
 from app.ui.library import delete_document, documents_table, ingest_files, library_tab, refresh
 from app.ui.settings import settings_tab
 from app.ui.summarize import summarize_tab
-from ingest.sources import Limits
 
 # Offline means offline: system fonts instead of the default theme's web fonts.
 THEME = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
@@ -71,7 +71,7 @@ def serve(
         quiet=True,
         show_error=False,
         ssr_mode=False,
-        max_file_size=Limits().max_file_bytes,  # the same cap as the CLI's --max-file-mb default
+        max_file_size=MAX_FILE_BYTES,  # the same cap as the CLI's --max-file-mb default
         auth=auth,
         prevent_thread_lock=True,
         theme=THEME,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -44,8 +45,10 @@ def bind(handler: Callable[..., Any], services: Services) -> Callable[..., Any]:
         def bound(*args: Any, **kwargs: Any) -> Any:
             return handler(services, *args, **kwargs)
 
+    hints = typing.get_type_hints(handler)  # evaluated in the handler's module, where its names live
     signature = inspect.signature(handler)
-    bound.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])  # type: ignore[attr-defined]
-    bound.__annotations__ = {k: v for k, v in handler.__annotations__.items() if k != "services"}
+    parameters = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
+    bound.__signature__ = signature.replace(parameters=parameters[1:])  # type: ignore[attr-defined]
+    bound.__annotations__ = {k: v for k, v in hints.items() if k != "services"}
     bound.__name__ = bound.__qualname__ = handler.__name__
     return bound

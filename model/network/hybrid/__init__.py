@@ -1,20 +1,10 @@
 """The IndexPool hybrid model: gated linear attention + IndexPool sparse attention, fused per head."""
 
 from .config import HybridConfig
-from .heads import (
-    AnswerHead,
-    EvidenceHead,
-    SalienceHead,
-    SpanAccumulator,
-    TokenMatchHead,
-    best_sentences,
-    best_span,
-    span_means,
-)
+from .heads import EvidenceHead, SalienceHead, SpanAccumulator, TokenMatchHead, span_means
 from .model import CollectionState, HybridModel, QueryOutput
 
 __all__ = [
-    "AnswerHead",
     "CollectionState",
     "EvidenceHead",
     "HybridConfig",
@@ -23,7 +13,5 @@ __all__ = [
     "SalienceHead",
     "SpanAccumulator",
     "TokenMatchHead",
-    "best_sentences",
-    "best_span",
     "span_means",
 ]

@@ -1,4 +1,4 @@
-"""Heads on top of the hybrid model: evidence relevance, answer extraction, summary salience.
+"""Heads on top of the hybrid model: evidence relevance, token matching, summary salience.
 
 Sentences are token spans [start, end) of the collection. Their mean final states come from ``span_means`` (states
 in memory) or a ``SpanAccumulator`` fed by ``HybridModel.prefill(..., on_chunk=acc.add)`` (a long collection whose
@@ -40,16 +40,13 @@ class SpanAccumulator:
 
 
 class EvidenceHead(nn.Module):
-    """Relevance of sentence spans to a question: cosine of projected mean embeddings, plus (when the spans' token
-    states are given) a soft late-interaction term: each question token attends over a span's tokens."""
+    """Relevance of spans to a question: the cosine of projected mean states, scaled by a learned temperature."""
 
     def __init__(self, d_model: int, dim: int = 128) -> None:
         super().__init__()
         self.question = nn.Linear(d_model, dim)
         self.span = nn.Linear(d_model, dim)
-        self.token = nn.Linear(d_model, dim)
-        self.log_scale = nn.Parameter(torch.tensor(math.log(20.0)))
-        self.mix = nn.Parameter(torch.tensor(0.0))  # weight of the interaction term
+        self.log_scale = nn.Parameter(torch.tensor(math.log(20.0)))  # the temperature of training's InfoNCE
 
     def embed_question(self, q_states: torch.Tensor) -> torch.Tensor:
         """(Tq, d) → unit (dim,)"""
@@ -58,21 +55,6 @@ class EvidenceHead(nn.Module):
     def embed_spans(self, means: torch.Tensor) -> torch.Tensor:
         """(S, d) span means → unit (S, dim)"""
         return F.normalize(self.span(means), dim=-1)
-
-    def interaction(self, q_states: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """q_states (Tq, d), tokens (S, L, d) padded span states, mask (S, L) → (S,) in [-1, 1]"""
-        qt = F.normalize(self.token(q_states), dim=-1)  # (Tq, dim)
-        st = F.normalize(self.token(tokens), dim=-1)  # (S, L, dim)
-        sim = torch.einsum("te,sle->stl", qt, st)  # (S, Tq, L)
-        att = (sim * self.log_scale.exp()).masked_fill(~mask[:, None], -math.inf).softmax(-1)
-        return (att * sim.masked_fill(~mask[:, None], 0)).sum(-1).mean(-1)
-
-    def forward(self, q_states, span_means, tokens=None, mask=None) -> torch.Tensor:
-        """q_states (Tq, d), span_means (S, d) [, tokens (S, L, d), mask (S, L)] → relevance logits (S,)"""
-        score = self.embed_spans(span_means) @ self.embed_question(q_states)  # (S,)
-        if tokens is not None:
-            score = score + self.mix * self.interaction(q_states, tokens, mask)
-        return score * self.log_scale.exp()
 
 
 class TokenMatchHead(nn.Module):
@@ -134,36 +116,6 @@ class TokenMatchHead(nn.Module):
         shifted = (scaled - scaled.max().detach()).exp()
         per_doc = scaled.new_zeros(n_documents).index_add(0, document, shifted).clamp_min(1e-30).log()
         return scaled + self.doc_weight * per_doc[document]
-
-
-class AnswerHead(nn.Module):
-    """Start/end logits of an answer inside the best sentence(s), conditioned on the question."""
-
-    def __init__(self, d_model: int) -> None:
-        super().__init__()
-        self.start = nn.Linear(d_model, d_model)
-        self.end = nn.Linear(d_model, d_model)
-
-    def forward(self, q_states: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """q_states (Tq, d), tokens (n, d) → (start logits (n,), end logits (n,))"""
-        q = q_states.mean(0)  # (d,)
-        scale = tokens.shape[-1] ** -0.5
-        return tokens @ self.start(q) * scale, tokens @ self.end(q) * scale
-
-
-def best_span(start: torch.Tensor, end: torch.Tensor, max_len: int) -> tuple[int, int, float]:
-    """argmax of start[i] + end[j] over i ≤ j < i + max_len → (i, j inclusive, score)."""
-    n = start.shape[0]
-    start, end = start.detach(), end.detach()
-    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
-    total = (start[:, None] + end[None, :]).masked_fill((j < i) | (j >= i + max_len), -math.inf)  # (n, n)
-    best = int(total.argmax())
-    return best // n, best % n, float(total.flatten()[best])
-
-
-def best_sentences(scores: torch.Tensor, k: int = 1) -> torch.Tensor:
-    """Indices of the k best-scoring sentences, best first.  scores (S,) → (min(k, S),)"""
-    return scores.topk(min(k, scores.shape[0])).indices
 
 
 class SalienceHead(nn.Module):

@@ -3,7 +3,6 @@
     model = HybridModel(HybridConfig())
     h = model(ids)                                   # (B, T, d) training on short sequences (right padding is fine)
     state = model.prefill(token_stream, chunk_tokens=4096, on_chunk=fn)   # a collection, streamed
-    model.save_state(state, "collection.pt"); state = model.load_state("collection.pt")
     out = model.query(question_ids, state)           # out.hidden (Tq, d), out.selections (one per layer)
 
 Prefill keeps per layer: the linear-attention state (constant size), the sparse stream's keys/values, and the IndexPool
@@ -14,23 +13,17 @@ are handed to ``on_chunk(start, hidden (T, d))`` and not kept.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
 from model.network.indexpool import Selection
-from storage.arrays import atomic_write
 
 from .block import HybridBlock
 from .config import HybridConfig
 from .sparse_attention import SparseCache
-
-# IndexPool adapter: the indexer's buffers saved with a collection (there is no public state API for them).
-_INDEXER_ROWS = ("keys", "u", "t1", "t1_scale", "t1_start", "t1_len")
-_INDEXER_SCALARS = ("pooled_blocks", "entropy_sum", "entropy_n")
 
 
 @dataclass
@@ -171,43 +164,3 @@ class HybridModel(nn.Module):
                 f"the collection cache was built by model version {state.model_version}, but this model is "
                 f"{self.model_version}: re-encode the collection with this model"
             )
-
-    # ------------------------------------------------------------------ persistence
-    def save_state(self, state: CollectionState, path: str | Path) -> None:
-        """Write the collection caches atomically (temp file in the same folder, then os.replace)."""
-        self._check(state)
-        layers = []
-        for gla, cache in zip(state.gla, state.sparse, strict=True):
-            idx = cache.indexer
-            layers.append({
-                "gla": gla, "kv": cache.kv.data.clone(), "block_q": cache.block_q, "block_w": cache.block_w,
-                "key_tail": cache.key_tail,
-                **{f"indexer.{n}": getattr(idx, n).data.clone() for n in _INDEXER_ROWS},
-                **{f"indexer.{n}": getattr(idx, n) for n in _INDEXER_SCALARS},
-            })  # fmt: skip
-        payload = {"model_version": state.model_version, "config": asdict(self.cfg), "length": state.length,
-                   "layers": layers}  # fmt: skip
-        atomic_write(Path(path), lambda handle: torch.save(payload, handle))
-
-    def load_state(self, path: str | Path) -> CollectionState:
-        """Read collection caches written by save_state (keys/values memory-mapped); refuses caches of another
-        model version."""
-        payload = torch.load(Path(path), map_location="cpu", weights_only=True, mmap=True)
-        if payload.get("model_version") != self.model_version:
-            raise ValueError(
-                f"{path}: the collection cache was built by model version {payload.get('model_version')}, but "
-                f"this model is {self.model_version}: re-encode the collection with this model"
-            )
-        state = self.new_state()
-        state.length = payload["length"]
-        for i, layer in enumerate(payload["layers"]):
-            state.gla[i] = layer["gla"]
-            cache = state.sparse[i]
-            cache.kv.adopt(layer["kv"])  # memory-mapped: a question reads only the tokens it selects
-            cache.block_q, cache.block_w = layer["block_q"], layer["block_w"]
-            cache.key_tail = layer["key_tail"]
-            for n in _INDEXER_ROWS:
-                getattr(cache.indexer, n).append(layer[f"indexer.{n}"])
-            for n in _INDEXER_SCALARS:
-                setattr(cache.indexer, n, layer[f"indexer.{n}"])
-        return state

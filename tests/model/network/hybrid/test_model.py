@@ -62,29 +62,12 @@ def test_query_reads_the_whole_collection_without_changing_it(tiny):
     assert state.length == 400
 
 
-def test_save_load_round_trip_and_version_check(tiny, tmp_path):
-    cfg = dataclasses.replace(tiny, int8_cache=True, cache_dtype="float16")
-    model = HybridModel(cfg).eval()
-    state = model.prefill(torch.randint(0, cfg.vocab_size, (333,)), chunk_tokens=100)
-    path = tmp_path / "c" / "collection.pt"
-    model.save_state(state, path)
-    assert [p.name for p in path.parent.iterdir()] == ["collection.pt"]  # no temp file left
-    loaded = model.load_state(path)
-    assert_same_caches(loaded, state, exact=True)
-    assert loaded.sparse[0].indexer.t1.data.dtype == torch.int8
-    question = torch.randint(0, cfg.vocab_size, (5,))
-    torch.testing.assert_close(
-        model.query(question, loaded).hidden, model.query(question, state).hidden, rtol=0, atol=0
-    )
-    tail = torch.randint(0, cfg.vocab_size, (50,))  # a loaded collection can be extended like the original
-    model.prefill(tail, state=state)
-    model.prefill(tail, state=loaded)
-    assert_same_caches(loaded, state, exact=True)
-    other = HybridModel(dataclasses.replace(cfg, weights_id="retrained"))
-    with pytest.raises(ValueError, match="model version .* re-encode"):
-        other.load_state(path)
+def test_a_state_of_another_model_version_is_refused(tiny):
+    model = HybridModel(tiny).eval()
+    state = model.prefill(torch.randint(0, tiny.vocab_size, (100,)), chunk_tokens=64)
+    other = HybridModel(dataclasses.replace(tiny, weights_id="retrained"))
     with pytest.raises(ValueError, match="re-encode"):
-        other.query(question, state)
+        other.query(torch.randint(0, tiny.vocab_size, (5,)), state)
 
 
 def test_config_json_round_trip(tmp_path):
