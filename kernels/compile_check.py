@@ -43,12 +43,17 @@ def _pool_cases() -> list[tuple[str, dict, dict]]:
 
 def _indexer_cases() -> list[tuple[str, dict, dict]]:
     cases = []
-    for qdt, kdt, topk in [("fp32", "fp32", 256), ("fp16", "fp16", 16), ("fp32", "i8", 256)]:
+    for qdt, kdt, topk, limits in [
+        ("fp32", "fp32", 256, False),
+        ("fp16", "fp16", 16, True),
+        ("fp32", "i8", 256, True),
+    ]:
         sig = {
             "Q": f"*{qdt}",
             "W": "*fp32",
             "K": f"*{kdt}",
             "S": "*fp32",
+            "L": "*i64",
             "OUT": "*i64",
             "N": "i32",
             "H": "i32",
@@ -67,8 +72,9 @@ def _indexer_cases() -> list[tuple[str, dict, dict]]:
             "TOPK": topk,
             "INT8": kdt == "i8",
             "DOT_FP16": qdt == "fp16" and kdt != "fp32",
+            "HAS_LIMITS": limits,
         }
-        cases.append((f"indexer_topk q={qdt} keys={kdt} topk={topk}", sig, const))
+        cases.append((f"indexer_topk q={qdt} keys={kdt} topk={topk} limits={limits}", sig, const))
     return cases
 
 

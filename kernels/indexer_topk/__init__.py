@@ -3,8 +3,10 @@
     values, indices = indexer_topk(q, w, keys, k)                      # q (Tq, H, D), w (Tq, H), keys (N, D)
     values, indices = indexer_topk(q, w, codes, k, scales=scales)      # codes (N, D) int8, scales (N,)
 
-score[t, s] = Σ_h w[t, h] · ReLU(q[t, h] · k_s). backend: "auto" (Triton on CUDA tensors, the chunked CPU path
-otherwise), "triton" (also on CPU tensors under TRITON_INTERPRET=1), "cpu" or "reference".
+score[t, s] = Σ_h w[t, h] · ReLU(q[t, h] · k_s); the k best per query, equal scores lowest index first on every
+backend. ``limits`` (Tq,) int64: query t scores only keys [0, limits[t]) (the causal selection of many query blocks at
+once); slots a query cannot fill score -inf. backend: "auto" (Triton on CUDA tensors, the chunked CPU path otherwise),
+"triton" (also on CPU tensors under TRITON_INTERPRET=1), "cpu" or "reference".
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ __all__ = ["indexer_topk", "indexer_topk_reference", "indexer_scores_reference"]
 BACKENDS = ("auto", "triton", "cpu", "reference")
 
 
-def _check(q: torch.Tensor, w: torch.Tensor, keys: torch.Tensor, k: int, scales: torch.Tensor | None, backend: str):
+def _check(
+    q: torch.Tensor,
+    w: torch.Tensor,
+    keys: torch.Tensor,
+    k: int,
+    scales: torch.Tensor | None,
+    limits: torch.Tensor | None,
+    backend: str,
+) -> None:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if q.dim() != 3 or not q.is_floating_point():
@@ -39,9 +49,12 @@ def _check(q: torch.Tensor, w: torch.Tensor, keys: torch.Tensor, k: int, scales:
         )
     if not 1 <= k <= keys.shape[0]:
         raise ValueError(f"k must be in [1, N] = [1, {keys.shape[0]}], got {k}")
-    devices = {q.device, w.device, keys.device} | ({scales.device} if scales is not None else set())
+    if limits is not None and (tuple(limits.shape) != (Tq,) or limits.dtype != torch.int64):
+        raise ValueError(f"limits must be int64 of shape (Tq,) = ({Tq},), got {tuple(limits.shape)} {limits.dtype}")
+    extra = [t for t in (scales, limits) if t is not None]
+    devices = {q.device, w.device, keys.device} | {t.device for t in extra}
     if len(devices) != 1:
-        raise ValueError(f"q, w, keys and scales must be on one device, got {sorted(map(str, devices))}")
+        raise ValueError(f"q, w, keys, scales and limits must be on one device, got {sorted(map(str, devices))}")
 
 
 def indexer_topk(
@@ -51,14 +64,15 @@ def indexer_topk(
     k: int,
     *,
     scales: torch.Tensor | None = None,
+    limits: torch.Tensor | None = None,
     backend: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """→ (values (Tq, k) float32, descending; indices (Tq, k) int64 into keys)."""
-    _check(q, w, keys, k, scales, backend)
+    _check(q, w, keys, k, scales, limits, backend)
     if backend == "reference":
-        return indexer_topk_reference(q, w, keys, k, scales)
+        return indexer_topk_reference(q, w, keys, k, scales, limits)
     if backend == "triton" or (backend == "auto" and keys.is_cuda):
         from .triton_kernel import indexer_topk_triton
 
-        return indexer_topk_triton(q, w, keys, k, scales)
-    return indexer_topk_cpu(q, w, keys, k, scales)
+        return indexer_topk_triton(q, w, keys, k, scales, limits)
+    return indexer_topk_cpu(q, w, keys, k, scales, limits)

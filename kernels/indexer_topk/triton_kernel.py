@@ -3,9 +3,10 @@
 Grid (Tq, n_tiles). A program holds one query's H heads, walks its tile of keys BLOCK_N at a time, scores them with
 one ``tl.dot`` (Σ_h w_h ReLU(q_h · k) in float32; int8 keys are widened and scaled per key), and keeps the TOPK best
 (score, index) pairs in registers: each pair is packed into one int64 whose order is the score's order (float bits
-mapped to a monotone int32 in the high half, the index in the low half), so ``tl.topk`` on the packed values selects
-scores and indices together. Each tile writes its TOPK candidates; the wrapper unpacks them and merges with one
-small ``torch.topk`` over n_tiles·TOPK candidates. The million-wide score row never exists in memory.
+mapped to a monotone int32 in the high half, 2³¹ − 1 − index in the low half, so that equal scores rank the lower
+index first), and ``tl.topk`` on the packed values selects scores and indices together. Keys at or beyond a query's
+limit score -inf. Each tile writes its TOPK candidates; the wrapper merges them with one small ``torch.topk`` over
+the n_tiles·TOPK packed candidates, then unpacks. The million-wide score row never exists in memory.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import triton
 import triton.language as tl
 
 EMPTY = -(2**63)  # packed value of an empty slot: below every real candidate
+LOW = 0x7FFFFFFF  # the low half holds LOW - index (a constant Triton types as int32)
 _EMPTY = tl.constexpr(EMPTY)
 
 
@@ -24,6 +26,7 @@ def _indexer_topk_kernel(
     W,  # (Tq, H) head weights
     K,  # (N, D) keys: float, or int8 codes
     S,  # (N,) float scales when INT8
+    L,  # (Tq,) int64 limits when HAS_LIMITS: query t scores keys [0, L[t])
     OUT,  # (Tq, n_tiles, TOPK) int64 packed candidates
     N,
     H,
@@ -40,6 +43,7 @@ def _indexer_topk_kernel(
     TOPK: tl.constexpr,
     INT8: tl.constexpr,
     DOT_FP16: tl.constexpr,
+    HAS_LIMITS: tl.constexpr,
 ):
     t = tl.program_id(0)
     tile = tl.program_id(1)
@@ -54,6 +58,9 @@ def _indexer_topk_kernel(
     else:
         q = q.to(tl.float32)
 
+    limit = N
+    if HAS_LIMITS:
+        limit = tl.minimum(tl.load(L + t), N)
     best = tl.full((TOPK,), _EMPTY, tl.int64)
     start = tile * span
     for off in range(start, start + span, BLOCK_N):
@@ -66,10 +73,10 @@ def _indexer_topk_kernel(
         if INT8:
             dots = dots * tl.load(S + n, mask=n < N, other=0.0).to(tl.float32)[None, :]
         score = tl.sum(tl.maximum(dots, 0.0) * w[:, None], axis=0)  # (BN,)
-        score = tl.where(n < N, score, float("-inf"))
+        score = tl.where(n < limit, score, float("-inf"))
         bits = score.to(tl.int32, bitcast=True)
         mono = bits ^ ((bits >> 31) & 0x7FFFFFFF)  # int32 with the float order
-        packed = (mono.to(tl.int64) << 32) | n.to(tl.int64)  # (BN,)
+        packed = (mono.to(tl.int64) << 32) | (0x7FFFFFFF - n).to(tl.int64)  # (BN,) equal scores: lower n first
         cand = tl.topk(packed, TOPK)  # (TOPK,)
         best = tl.topk(tl.reshape(tl.join(best, cand), (2 * TOPK,)), TOPK)
     tl.store(OUT + (t * n_tiles + tile) * TOPK + tl.arange(0, TOPK), best)
@@ -80,7 +87,14 @@ def unpack(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     mono = (packed >> 32).to(torch.int32)
     bits = mono ^ ((mono >> 31) & 0x7FFFFFFF)
     values = bits.view(torch.float32).masked_fill(packed == EMPTY, float("-inf"))
-    return values, packed & 0xFFFFFFFF
+    return values, LOW - (packed & 0xFFFFFFFF)
+
+
+def pack(values: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """(scores float32, indices int64) → int64 packed candidates, as the kernel packs them."""
+    bits = values.contiguous().view(torch.int32)
+    mono = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    return (mono.to(torch.int64) << 32) | (LOW - indices)
 
 
 def indexer_topk_triton(
@@ -89,11 +103,13 @@ def indexer_topk_triton(
     keys: torch.Tensor,
     k: int,
     scales: torch.Tensor | None = None,
+    limits: torch.Tensor | None = None,
     block_n: int | None = None,
     tiles_per_query: int | None = None,
     tile_topk: int = 256,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """q (Tq, H, D), w (Tq, H), keys (N, D) [int8 + scales (N,)] → (values (Tq, k), indices (Tq, k)).
+    """q (Tq, H, D), w (Tq, H), keys (N, D) [int8 + scales (N,)], limits (Tq,) | None → (values (Tq, k), indices
+    (Tq, k)), equal scores lowest index first.
 
     Each tile keeps at most ``tile_topk`` candidates (registers / shared memory bound the in-kernel sort). The merge
     is exact anyway: a tile whose last kept candidate still reaches the merged k-th score may hide more of the top k,
@@ -115,6 +131,7 @@ def indexer_topk_triton(
         w,
         keys,
         scales if scales is not None else w,
+        limits if limits is not None else w,
         out,
         N,
         H,
@@ -131,11 +148,11 @@ def indexer_topk_triton(
         TOPK=topk,
         INT8=scales is not None,
         DOT_FP16=q.dtype == torch.float16 and keys.dtype != torch.float32,
+        HAS_LIMITS=limits is not None,
     )
-    values, indices = unpack(out)  # (Tq, n_tiles, topk)
+    values, _ = unpack(out)  # (Tq, n_tiles, topk)
     kk = min(k, n_tiles * topk)
-    v, j = values.reshape(Tq, -1).topk(kk, dim=1)
-    i = indices.reshape(Tq, -1).gather(1, j)
+    v, i = unpack(out.reshape(Tq, -1).topk(kk, dim=1).values)  # packed values are distinct: ties by index
     if topk >= k:
         return v, i
     # with fewer candidates than k, every full tile may hide more of the top k
@@ -145,7 +162,7 @@ def indexer_topk_triton(
         v = torch.cat([v, v.new_full((Tq, k - kk), float("-inf"))], 1)
         i = torch.cat([i, i.new_zeros(Tq, k - kk)], 1)
     for t in saturated.any(1).nonzero().flatten().tolist():
-        cand_v, cand_i = [values[t][~saturated[t]].flatten()], [indices[t][~saturated[t]].flatten()]
+        candidates = [out[t][~saturated[t]].flatten()]
         for tile in saturated[t].nonzero().flatten().tolist():
             lo, hi = tile * span, min(N, (tile + 1) * span)
             sv, si = indexer_topk_triton(
@@ -154,12 +171,11 @@ def indexer_topk_triton(
                 keys[lo:hi],
                 min(k, hi - lo),
                 scales[lo:hi] if scales is not None else None,
+                (limits[t : t + 1] - lo).clamp(0, hi - lo) if limits is not None else None,
                 topk,
                 8,
                 tile_topk,
             )
-            cand_v.append(sv[0])
-            cand_i.append(si[0] + lo)
-        vt, jt = torch.cat(cand_v).topk(k)
-        v[t], i[t] = vt, torch.cat(cand_i)[jt]
+            candidates.append(pack(sv[0], si[0] + lo))
+        v[t], i[t] = unpack(torch.cat(candidates).topk(k).values)
     return v, i

@@ -94,3 +94,29 @@ def test_topk_saturated_tiles_are_rescored(device):
     q, w, keys = _inputs(1000, torch.float32, device, Tq=1)
     values, indices = indexer_topk_triton(q, w, keys, 50, tile_topk=32)
     _check_topk(values, indices, q.cpu(), w.cpu(), keys.cpu(), 50, None, "float32")
+
+
+@pytest.mark.parametrize("backend", ["triton", "cpu", "reference"])
+def test_ties_go_to_the_lowest_index_and_limits_mask_keys(backend, device, monkeypatch):
+    """Scores of exactly 0 (ReLU makes many: here zero keys) are taken lowest index first by every backend and
+    chunking; a query's limit hides the keys at and beyond it."""
+    import kernels.indexer_topk.cpu as cpu
+
+    if backend != "triton" and device != "cpu":
+        pytest.skip("the CPU paths run on CPU tensors")
+    monkeypatch.setattr(cpu, "CHUNK_ELEMENTS", 48)  # many chunks on the CPU path
+    q, w, keys = _inputs(77, torch.float32, device, Tq=3, H=2, D=16)
+    q = q.abs()
+    keys = keys.abs()
+    keys[torch.arange(77, device=device) % 4 != 1] = 0  # score exactly 0 in any arithmetic
+    limits = torch.tensor([77, 40, 5], device=device)
+    values, indices = indexer_topk(q, w, keys, 30, limits=limits, backend=backend)
+    values, indices = values.cpu(), indices.cpu()
+    positive = [[i for i in range(int(limit)) if i % 4 == 1] for limit in limits.tolist()]
+    for t, limit in enumerate(limits.tolist()):
+        n_pos = len(positive[t])
+        assert sorted(indices[t, :n_pos].tolist()) == positive[t] and (values[t, :n_pos] > 0).all()
+        zeros = [i for i in range(limit) if i % 4 != 1][: 30 - n_pos]
+        assert indices[t, n_pos : n_pos + len(zeros)].tolist() == zeros  # the ties, lowest index first
+        assert (values[t, n_pos : n_pos + len(zeros)] == 0).all()
+        assert not torch.isfinite(values[t, n_pos + len(zeros) :]).any()  # nothing beyond the limit

@@ -6,9 +6,10 @@ Every token t attends, exactly, to
     window    the ``local_window`` tokens before its query block, and its own query block causally (≤ t).
 These sets are disjoint. Collection tokens (prefill, training) share one selection per query block of
 ``query_block`` tokens: block g = [gQ, gQ + Q) is selected by the indexer query of token gQ − 1, among entries
-lying in [sink, gQ − W). Everything depends on positions only, so streaming prefill in any chunk sizes computes
-the same thing as one pass. Question tokens (``attend_question``) each get their own selection over the whole
-collection through ``IndexPoolIndexer.select`` and attend to the collection's last window and the question
+lying in [sink, gQ − W) (``IndexPoolIndexer.select_blocks``: the ``kernels.indexer_topk`` op, each block limited to
+its own entries, ties to the older entries). Everything depends on positions only, so streaming prefill in any chunk
+sizes computes the same thing as one pass. Question tokens (``attend_question``) each get their own selection over the
+whole collection through ``IndexPoolIndexer.select`` and attend to the collection's last window and the question
 causally. No positional encoding (NoPE): order comes from the linear-attention stream and the causal masks.
 
 With ``k_tokens = -1`` every entry is selected and the stream is full causal softmax attention.
@@ -21,8 +22,6 @@ A stream carries its last W − 1 token keys, so chunked prefill still equals on
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
@@ -38,15 +37,6 @@ from model.network.indexpool import (
 
 from .config import HybridConfig
 
-# ------------------------------------------------------------------ IndexPool adapter
-# The indexer's public ``select`` scores all entries before its current end, and its top-k breaks ties (ReLU makes
-# many scores exactly 0) arbitrarily. Prefill needs one selection per query block, each among the entries before that
-# block's own boundary, for many blocks at once, and the same choice however the stream is chunked. These helpers
-# read the indexer's tier-1 entries (the attributes ``t1``, ``t1_scale``, ``t1_start``, ``t1_len``, ``keys``) and
-# score them with the indexer's formula, Σ_h w_h ReLU(q_h · k).
-
-SCORE_ELEMENTS = 1 << 22  # (query, head, entry) dot products per step
-
 
 def window_mean(keys: torch.Tensor, previous: torch.Tensor, window: int) -> torch.Tensor:
     """Causal window mean of indexer keys: each key becomes the mean of itself and the window − 1 keys before it
@@ -61,74 +51,6 @@ def window_mean(keys: torch.Tensor, previous: torch.Tensor, window: int) -> torc
     sums = history.unfold(-2, window, 1).sum(-1)  # (..., T, d_I)
     count = (P + torch.arange(1, T + 1, device=keys.device)).clamp_max(window).to(keys.dtype)  # (T,)
     return sums / count[:, None]
-
-
-def indexer_entries(idx: IndexPoolIndexer):
-    """Tier-1 entries → (rows (N, D') float or int8, scales (N,) | None, starts (N,), lengths (N,))."""
-    if idx.compressed:
-        scales = idx.t1_scale.data if idx.int8 else None
-        return idx.t1.data, scales, idx.t1_start.data, idx.t1_len.data
-    n = idx.length
-    return idx.keys.data, None, torch.arange(n), torch.ones(n, dtype=torch.int64)
-
-
-def indexer_query(idx: IndexPoolIndexer, q: torch.Tensor) -> torch.Tensor:
-    """Queries in the entries' space (as IndexPoolIndexer does): Quest bounds or the INT8 Hadamard rotation."""
-    if idx.method == "quest" and idx.compressed:
-        return torch.cat([q.relu(), q.clamp(max=0)], dim=-1)
-    if idx.rotation is not None and idx.compressed:
-        return q @ idx.rotation
-    return q
-
-
-def entry_scores(q: torch.Tensor, w: torch.Tensor, rows: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
-    """Σ_h w_h ReLU(q_h · k).  q (G, H, D), w (G, H), rows (n, D) [int8 + scales (n,)] → (G, n)"""
-    G, H, D = q.shape
-    keys = rows.float() if scales is None else rows.float() * scales.float()[:, None]
-    dots = (q.float().reshape(G * H, D) @ keys.t()).relu_().view(G, H, -1)  # (G, H, n)
-    return (w.float().view(G, 1, H) @ dots).squeeze(1)
-
-
-def topk_first(scores: torch.Tensor, m: int) -> torch.Tensor:
-    """Positions (G, m), ascending, of the m largest scores per row; ties go to the lowest positions."""
-    tau = scores.topk(m, dim=1).values[:, -1:]  # (G, 1) the m-th value
-    above, tied = scores > tau, scores == tau
-    need = m - above.sum(1, keepdim=True)
-    take = above | tied
-    extra = (take.sum(1, keepdim=True) > m).squeeze(1)  # rows with more ties than room: keep the first ones
-    if extra.any():
-        take[extra] = above[extra] | (tied[extra] & (tied[extra].cumsum(1) <= need[extra]))
-    return take.nonzero()[:, 1].view(-1, m)
-
-
-def select_blocks(
-    idx: IndexPoolIndexer, q: torch.Tensor, w: torch.Tensor, bounds: torch.Tensor, sink: int, k_tokens: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top entries for G query blocks, block g among the entries inside [sink, bounds[g]).
-    q (G, H, D), w (G, H) → (starts (G, m), lengths (G, m)), length 0 = no entry. k_tokens = -1 selects all.
-    A running top-k over steps of entries keeps memory bounded; ties go to the older entries."""
-    rows, scales, starts, lens = indexer_entries(idx)
-    G, H, _ = q.shape
-    e0 = int(torch.searchsorted(starts, sink))
-    e_end = torch.searchsorted(starts + lens, bounds, right=True).clamp_min(e0)  # (G,) candidates [e0, e_end)
-    e1 = int(e_end.max())
-    m = e1 - e0 if k_tokens < 0 else min(e1 - e0, -(-k_tokens // idx.block))
-    if m == 0:
-        empty = torch.zeros(G, 0, dtype=torch.int64)
-        return empty, empty
-    q = indexer_query(idx, q)
-    best_v, best_i = torch.empty(G, 0), torch.empty(G, 0, dtype=torch.int64)
-    step = max(m, SCORE_ELEMENTS // (G * H))
-    for a in range(e0, e1, step):
-        b = min(a + step, e1)
-        ids = torch.arange(a, b)  # (n,)
-        v = entry_scores(q, w, rows[a:b], scales[a:b] if scales is not None else None)  # (G, n)
-        v = torch.cat([best_v, v.masked_fill_(ids[None] >= e_end[:, None], -math.inf)], 1)
-        i = torch.cat([best_i, ids.expand(G, -1)], 1)  # older entries first: ties keep them
-        j = topk_first(v, min(m, v.shape[1]))
-        best_v, best_i = v.gather(1, j), i.gather(1, j)
-    ok = torch.isfinite(best_v)
-    return torch.where(ok, starts[best_i], 0), torch.where(ok, lens[best_i], 0)
 
 
 # ------------------------------------------------------------------ caches
@@ -271,7 +193,7 @@ class SparseAttention(nn.Module):
         bq = torch.where(in_chunk[:, None, None], iq[(sel_pos - p0).clamp_min(0)], cache.block_q)  # (G, H_I, d_I)
         bw = torch.where(in_chunk[:, None], iw[(sel_pos - p0).clamp_min(0)], cache.block_w)  # (G, H_I)
         w0 = (blocks * Q - W).clamp_min(0)  # (G,) window start
-        starts, lens = select_blocks(cache.indexer, bq, bw, w0, S, cfg.prefill_topk_tokens)  # (G, m)
+        starts, lens = cache.indexer.select_blocks(bq, bw, w0, S, cfg.prefill_topk_tokens)  # (G, m)
         # key positions per block: sink | selected entries | window + own block
         r = cache.indexer.block
         offs = torch.arange(r)

@@ -83,6 +83,16 @@ class _Rows:
         return self.data.numel() * self.data.element_size()
 
 
+@dataclass(frozen=True)
+class Entries:
+    """Tier-1 entries: entry i covers tokens [starts[i], starts[i] + lengths[i])."""
+
+    rows: torch.Tensor  # (N, D') float, or int8 codes
+    scales: torch.Tensor | None  # (N,) float16 INT8 scales
+    starts: torch.Tensor  # (N,) int64
+    lengths: torch.Tensor  # (N,) int64
+
+
 @dataclass
 class Selection:
     """Selected token ranges per query: scored entries (starts, lengths) plus the always-selected ranges."""
@@ -250,6 +260,15 @@ class IndexPoolIndexer(nn.Module):
         self.t1_len.append(lengths)
 
     # ---------------------------------------------------------------- read path
+    def entries(self) -> Entries:
+        """The tier-1 entries a query scores: pooled (INT8) rows, or every key when uncompressed."""
+        if self.compressed:
+            scales = self.t1_scale.data if self.int8 else None
+            return Entries(self.t1.data, scales, self.t1_start.data, self.t1_len.data)
+        n = self.length
+        ones = torch.ones(n, dtype=torch.int64, device=self.device)
+        return Entries(self.keys.data, None, torch.arange(n, device=self.device), ones)
+
     def cache_bytes(self) -> int:
         """Bytes of the indexer cache (tier 1): entries, scales, and the keys not yet pooled."""
         if not self.compressed:
@@ -257,7 +276,8 @@ class IndexPoolIndexer(nn.Module):
         pending = (self.length - self.pooled_blocks * self.block) * self.cfg.head_dim * 4
         return self.t1.nbytes + self.t1_scale.nbytes + pending
 
-    def _query(self, q: torch.Tensor) -> torch.Tensor:
+    def query_space(self, q: torch.Tensor) -> torch.Tensor:
+        """Queries (..., H, D) in the entries' space: Quest's [ReLU(q); min(q, 0)], or INT8's Hadamard rotation."""
         if self.method == "quest" and self.compressed:
             return torch.cat([q.relu(), q.clamp(max=0)], dim=-1)  # (Tq, H, 2D)
         if self.rotation is not None and self.compressed:
@@ -288,7 +308,7 @@ class IndexPoolIndexer(nn.Module):
             empty = torch.zeros(Tq, 0, dtype=torch.int64, device=self.device)
             return Selection(empty, empty, [(0, lo), (hi, L)])
         q, w = q.to(self.device), w.to(self.device)
-        _, idx = indexer_topk(self._query(q), w, rows, m, scales=scales, backend=self.backend)  # (Tq, m)
+        _, idx = indexer_topk(self.query_space(q), w, rows, m, scales=scales, backend=self.backend)  # (Tq, m)
         t1 = time.perf_counter()
         if starts is None:
             sel_start, sel_len = idx + lo, torch.ones_like(idx)
@@ -300,6 +320,30 @@ class IndexPoolIndexer(nn.Module):
         self.record.scoring_ms = (t1 - t0) * 1e3
         self.record.topk_ms = (time.perf_counter() - t1) * 1e3
         return Selection(sel_start, sel_len, [(0, lo), (hi, L)])
+
+    @torch.no_grad()
+    def select_blocks(
+        self, q: torch.Tensor, w: torch.Tensor, bounds: torch.Tensor, sink: int, k_tokens: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Top entries for G query blocks at once, block g among the entries inside [sink, bounds[g]) (the causal
+        selection of a prefill), ties to the older entries, with the ``kernels.indexer_topk`` op.
+        q (G, H, D), w (G, H) → (starts (G, m), lengths (G, m)), length 0 = no entry; k_tokens = -1 selects all."""
+        e = self.entries()
+        G = q.shape[0]
+        e0 = int(torch.searchsorted(e.starts, sink))
+        e_end = torch.searchsorted(e.starts + e.lengths, bounds, right=True).clamp_min(e0)  # (G,) [e0, e_end)
+        e1 = int(e_end.max()) if G else e0
+        m = e1 - e0 if k_tokens < 0 else min(e1 - e0, -(-k_tokens // self.block))
+        if m == 0:
+            empty = torch.zeros(G, 0, dtype=torch.int64)
+            return empty, empty
+        scales = e.scales[e0:e1] if e.scales is not None else None
+        values, picked = indexer_topk(
+            self.query_space(q), w, e.rows[e0:e1], m, scales=scales, limits=e_end - e0, backend=self.backend
+        )
+        ok = torch.isfinite(values)
+        picked = picked + e0
+        return torch.where(ok, e.starts[picked], 0), torch.where(ok, e.lengths[picked], 0)
 
     def gather(self, selection: Selection, t: int = 0) -> torch.Tensor:
         """Full-resolution [key | value] rows of query t's selected tokens through the tiered cache.  # (n, D + Dv)"""

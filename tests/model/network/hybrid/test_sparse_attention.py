@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from tolerance import assert_close
 
-from model.network.hybrid.sparse_attention import SparseAttention, SparseCache, select_blocks, topk_first, window_mean
+from model.network.hybrid.sparse_attention import SparseAttention, SparseCache, window_mean
 
 
 def full_causal(layer: SparseAttention, x: torch.Tensor) -> torch.Tensor:
@@ -55,16 +55,32 @@ def test_top_k_selection_respects_sink_and_block_bounds(tiny):
     layer(torch.randn(1, 300, tiny.d_model), [cache])
     bounds = torch.tensor([0, 40, 100, 200, 260])
     G, H = len(bounds), tiny.indexer_heads
-    starts, lens = select_blocks(cache.indexer, torch.randn(G, H, tiny.indexer_dim), torch.rand(G, H), bounds, 16, 32)
+    q, w = torch.randn(G, H, tiny.indexer_dim), torch.rand(G, H)
+    starts, lens = cache.indexer.select_blocks(q, w, bounds, 16, 32)
     assert starts.shape == (G, 8)  # 32 tokens / r = 4
     used = lens > 0
     assert (starts[used] >= 16).all() and ((starts + lens)[used] <= bounds[:, None].expand_as(starts)[used]).all()
     assert used.sum(1).tolist() == [0, 6, 8, 8, 8]  # (40 - 16) / 4 = 6 candidates for the second block
 
 
-def test_topk_first_breaks_ties_towards_low_indices():
-    scores = torch.tensor([[0.0, 3.0, 0.0, 0.0, 1.0, 0.0], [5.0, 0.0, 4.0, 0.0, 0.0, 0.0]])
-    assert topk_first(scores, 3).tolist() == [[0, 1, 4], [0, 1, 2]]
+def test_block_selection_is_the_kernel_op_with_per_block_limits(tiny):
+    """The sparse stream's selection is ``kernels.indexer_topk`` over the tier-1 entries, each block limited to the
+    entries before its bound: the same entries the reference op picks block by block."""
+    from kernels.indexer_topk import indexer_topk_reference
+
+    layer = SparseAttention(tiny)
+    cache = SparseCache(layer)
+    layer(torch.randn(1, 300, tiny.d_model), [cache])
+    bounds = torch.tensor([60, 100, 200, 260])
+    G, H = len(bounds), tiny.indexer_heads
+    q, w = torch.randn(G, H, tiny.indexer_dim), torch.rand(G, H)
+    starts, lens = cache.indexer.select_blocks(q, w, bounds, 16, 32)
+    e = cache.indexer.entries()
+    e0 = int(torch.searchsorted(e.starts, 16))
+    for g in range(G):
+        n = int(torch.searchsorted(e.starts + e.lengths, bounds[g], right=True)) - e0
+        _, best = indexer_topk_reference(q[g : g + 1], w[g : g + 1], e.rows[e0 : e0 + n], min(8, n))
+        assert starts[g][lens[g] > 0].tolist() == e.starts[e0 + best[0]].tolist()
 
 
 @pytest.mark.parametrize("window", [1, 4, 64])

@@ -130,7 +130,7 @@ def test_quest_score_upper_bounds_every_token_in_its_block():
     keys, q, hw = _stream(512)
     ix = IndexPoolIndexer(_cfg(), "quest")
     ix.append(keys, q, hw)
-    bound = indexer_scores_reference(ix._query(q[-2:]), hw[-2:], ix.t1.data)  # (2, 64)
+    bound = indexer_scores_reference(ix.query_space(q[-2:]), hw[-2:], ix.t1.data)  # (2, 64)
     tokens = indexer_scores_reference(q[-2:], hw[-2:], keys).reshape(2, 64, 8).amax(-1)
     assert (bound >= tokens - 1e-5).all()
     assert ix.cache_bytes() == 512 * D * 4 // 4  # min + max per 8 keys: the bytes of 4:1
