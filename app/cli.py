@@ -211,7 +211,7 @@ def cmd_session(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from app.sample import build_sample
+    from app.services.sample import build_sample
 
     services = _services(args)
     report = build_sample(services, limit=args.limit, progress=None if args.json else print)
@@ -221,7 +221,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from app.sample import build_sample
+    from app.services.sample import build_sample
 
     services = _services(args)
     report = build_sample(services, progress=print)

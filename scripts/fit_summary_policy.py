@@ -45,9 +45,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from model.inference.indexpool_summarizer import IndexPoolSummarizer  # noqa: E402
 from model.inference.passages import DocumentText  # noqa: E402
 from model.inference.rouge import scorer  # noqa: E402
-from model.inference.summarizers import IndexPoolSummarizer, Lead, LexRank  # noqa: E402
+from model.inference.summarizers import Lead, LexRank  # noqa: E402
 from model.inference.summary_policy import (  # noqa: E402
     POLICY_FILE,
     SummaryPolicy,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install IndexPool with its test dependencies into .venv, install Debian's chromium for the browser tests
-# when it is missing, and run the whole test suite. Used as-is by .ci/run.
+# when it is missing, check formatting and lint (ruff), and run the whole test suite. Used as-is by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,9 @@ if [ ! -x /usr/bin/chromium ]; then
         echo "warning: /usr/bin/chromium is missing and cannot be installed: browser tests will skip" >&2
     fi
 fi
+
+.venv/bin/ruff format --check .
+.venv/bin/ruff check .
 
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1
 exec .venv/bin/python -m pytest "$@"

@@ -32,6 +32,10 @@ FORBIDDEN = [
     ("app.ui", "storage", "the UI builds from services only"),
     ("app.ui", "model", "the UI builds from services only"),
     ("app.ui", "ingest", "the UI builds from services only"),
+    ("app.ui", "app.cli", "the UI builds from services only"),
+    ("app.ui", "app.batch", "the UI builds from services only"),
+    ("app.ui", "app.generators", "the UI builds from services only"),
+    ("app.ui", "app.bench_ingest", "the UI builds from services only"),
 ]
 RESEARCH = "model.research"
 

@@ -25,8 +25,7 @@ from app.generators import GeneratorError, parse_generator
 from app.services.errors import UserError, storage_errors
 from app.services.indexes import IndexService, fingerprint
 from app.services.sessions import SessionService
-from model.inference.qa import Question, answer
-from model.network.checkpoint import CheckpointMissing, indexpool_checkpoint, load_model
+from model.network.paths import indexpool_checkpoint
 from storage.library import Library
 from storage.metrics import MetricStore
 
@@ -133,6 +132,9 @@ class IndexPoolReader:
         self.library, self.indexes, self.answer_margin = library, indexes, answer_margin
 
     def answer(self, collections: list[str], question: str, top_k: int) -> Answer:
+        from model.inference.qa import Question, answer  # torch: only when the model reads (the CLI starts fast)
+        from model.network.checkpoint import CheckpointMissing, load_model
+
         timings: dict[str, float] = {}
         started = time.perf_counter()
         try:

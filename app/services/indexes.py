@@ -11,13 +11,16 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from app.services.errors import UserError
 from model.inference.passages import DocumentText
-from model.inference.qa import CollectionIndex
-from model.network.checkpoint import Model
 from storage.indexes import IndexStore
 from storage.library import Library
+
+if TYPE_CHECKING:  # torch: imported when an index is built or loaded, so that the CLI starts fast
+    from model.inference.qa import CollectionIndex
+    from model.network.checkpoint import Model
 
 MEMORY_INDEXES = 4  # indexed selections kept in memory
 
@@ -54,6 +57,8 @@ class IndexService:
     def get(self, model: Model, key: str, document_ids: Sequence[int]) -> CollectionIndex:
         """The index of documents ``document_ids`` (in that order) fingerprinted ``key``: from memory (when another
         question made it meanwhile), else from its file, else built and stored."""
+        from model.inference.qa import CollectionIndex
+
         with self._build_lock:
             index = self.cached(key)
             if index is not None:

@@ -8,8 +8,6 @@ from typing import Any
 
 from app.services.errors import UserError
 from app.services.library import LibraryService
-from model.network.indexpool.config import IndexPoolConfig
-from model.network.indexpool.indexer import cache_bytes
 from storage.metrics import MetricStore
 
 BENCH_TOKENS = (8192, 1_000_000)  # the lengths the dashboard's benchmark accepts
@@ -27,6 +25,9 @@ class MetricsService:
     def cache_memory(self, ratio: int = 4) -> list[dict[str, Any]]:
         """Per collection, the indexer key-cache bytes of its documents (each its own stream) uncompressed, with
         IndexPool at ``ratio``:1, and with INT8 entries: ``[{"collection", "method", "bytes"}]``."""
+        from model.network.indexpool.config import IndexPoolConfig  # torch (the package): only for the dashboard
+        from model.network.indexpool.indexer import cache_bytes
+
         try:
             methods = {
                 "uncompressed": (IndexPoolConfig(), "uncompressed"),

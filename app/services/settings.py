@@ -7,7 +7,6 @@ from typing import Any
 from app.services.ask import READERS, AskService
 from app.services.errors import UserError
 from model.inference.summarizers import SUMMARIZERS
-from model.network.indexpool.config import PRESETS, IndexPoolConfig
 from storage.db import StorageError
 from storage.library import Library
 from storage.settings import SettingsStore
@@ -24,7 +23,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "summarizer": "indexpool",  # the Summarize tab's default
     "generator": "",  # used by Ask: "off", or the generator the app offers; "" = the app's (serve --generator)
 }
-PRESET_NAMES = list(PRESETS)
+PRESET_NAMES = ["default", "technical", "news"]  # model.network.indexpool.config.PRESETS (a test keeps them equal)
 POOL_RATIOS = (1, 2, 4, 8)
 
 
@@ -47,6 +46,8 @@ class SettingsService:
     @staticmethod
     def preset_weights(preset: str) -> tuple[float, float, float]:
         """α, β, γ of the IndexPool preset ``preset``."""
+        from model.network.indexpool.config import IndexPoolConfig  # torch (the package): only when asked
+
         try:
             config = IndexPoolConfig.preset(preset)
         except ValueError as error:
@@ -58,9 +59,11 @@ class SettingsService:
         unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
         if unknown:
             raise UserError(f"unknown settings: {', '.join(unknown)}")
+        from model.network.indexpool.config import IndexPoolConfig  # torch (the package): only when saving
+
         merged = self.settings(user) | values
-        if merged["preset"] not in PRESETS:
-            raise UserError(f"unknown preset '{merged['preset']}' (presets: {', '.join(PRESETS)})")
+        if merged["preset"] not in PRESET_NAMES:
+            raise UserError(f"unknown preset '{merged['preset']}' (presets: {', '.join(PRESET_NAMES)})")
         weights = {"α": merged["alpha"], "β": merged["beta"], "γ": merged["gamma"]}
         for name, weight in weights.items():
             if not isinstance(weight, int | float) or not 0 <= weight <= 1:

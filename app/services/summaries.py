@@ -24,7 +24,7 @@ from ingest.segment import section_name
 from model.inference.passages import DocumentText
 from model.inference.rouge import rouge
 from model.inference.summarizers import SUMMARIZERS, Summarizer, SummarizerUnavailable, make_summarizer
-from model.network.checkpoint import indexpool_checkpoint
+from model.network.paths import indexpool_checkpoint
 from storage.metrics import MetricStore
 from storage.summaries import SummaryStore
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.sample import build_sample
 from app.services import Services
 from app.services.ingest import MAX_FILE_BYTES
+from app.services.sample import build_sample
 from app.ui.ask import ask_tab
 from app.ui.common import bind
 from app.ui.dashboard import dashboard_tab

@@ -71,10 +71,10 @@ from model.bench.keys import (
     corpus_token_ids,
     token_states,
 )
-from model.network.checkpoint import indexpool_checkpoint
 from model.network.indexpool.config import IndexPoolConfig
 from model.network.indexpool.indexer import IndexPoolIndexer, Selection
 from model.network.indexpool.pooling import PoolingWeights, StaticPoolingWeights, write_queries
+from model.network.paths import indexpool_checkpoint
 
 NEEDLES = [
     (

@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from model.network.checkpoint import indexpool_checkpoint
 from model.network.indexpool.config import IndexPoolConfig
+from model.network.paths import indexpool_checkpoint
 
 WINDOW = 254  # content word pieces per encoder window; +[CLS]+[SEP] = 256, MiniLM's maximum
 SHARD_WINDOWS = 256  # windows per cached shard (65,024 tokens)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-
-from rouge_score import rouge_scorer
+from typing import Any
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
 @cache
-def scorer(types: tuple[str, ...]) -> rouge_scorer.RougeScorer:
+def scorer(types: tuple[str, ...]) -> Any:  # a rouge_score.rouge_scorer.RougeScorer
+    from rouge_score import rouge_scorer  # imports nltk (seconds): only when a summary is scored
+
     return rouge_scorer.RougeScorer(list(types), use_stemmer=True)
 
 

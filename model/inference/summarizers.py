@@ -9,7 +9,7 @@ text it has already taken (a repeated sentence is quoted once); beyond that, eac
 (the IndexPool summary policy by embedding cosine, LexRank by TF-IDF cosine, LEAD not at all).
 
 - ``indexpool``: the model's salience head and sentence embeddings, combined by the summary policy
-  (:mod:`model.inference.summary_policy`).
+  (:mod:`model.inference.indexpool_summarizer`, :mod:`model.inference.summary_policy`).
 - ``lead``: the first sentences.
 - ``lexrank``: LexRank (Erkan & Radev 2004), continuous variant: PageRank over the TF-IDF cosine graph.
 """
@@ -19,13 +19,8 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
-import torch
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from model.inference.passages import DocumentText
-from model.inference.summary_policy import SummaryPolicy, choose, policy_for
-from model.network.checkpoint import CheckpointMissing, Model, load_model
-from model.network.net import char_to_token_spans, encode_spans
 
 SUMMARIZERS = ("indexpool", "lead", "lexrank")
 
@@ -97,6 +92,8 @@ class LexRank:
         return scores
 
     def choose(self, document: DocumentText, budget_words: int) -> list[int]:
+        from sklearn.feature_extraction.text import TfidfVectorizer  # scikit-learn: only when LexRank runs
+
         words = words_of(document)
         candidates = [i for i, n in enumerate(words) if n >= self.min_words]
         texts = [" ".join(document.sentence_text(i).split()) for i in candidates]
@@ -119,30 +116,6 @@ class LexRank:
         return sorted(candidates[j] for j in chosen)
 
 
-class IndexPoolSummarizer:
-    """Summaries by the salience head, the sentence embeddings and a summary policy."""
-
-    name = "indexpool"
-
-    def __init__(self, model: Model, policy: SummaryPolicy | None = None) -> None:
-        self.model = model
-        self.policy = policy or SummaryPolicy()
-
-    @torch.no_grad()
-    def sentence_scores(self, document: DocumentText) -> tuple[np.ndarray, np.ndarray]:
-        """Salience logits (S,) and unit embeddings (S, e) of the document's sentences: what the policy reads."""
-        net = self.model.net
-        if not len(document.sentences):
-            return np.zeros(0), np.zeros((0, 0))
-        ids, starts, _ = self.model.tokenizer.encode_offsets(document.text)
-        means = encode_spans(net, ids, char_to_token_spans(starts, document.sentences))  # (S, d)
-        return net.salience_scores(means).numpy(), net.evidence.embed_spans(means).numpy()
-
-    def choose(self, document: DocumentText, budget_words: int) -> list[int]:
-        salience, emb = self.sentence_scores(document)
-        return choose(self.policy, document, salience, emb, budget_words, self.model.weights.redundancy)
-
-
 def make_summarizer(name: str, summary_policy: str = "") -> Summarizer:
     """The summarizer called ``name``; ``summary_policy`` overrides the IndexPool summarizer's policy ("default" or
     a JSON path). Raises SummarizerUnavailable when the model is not installed, ValueError for an unknown name."""
@@ -152,8 +125,9 @@ def make_summarizer(name: str, summary_policy: str = "") -> Summarizer:
         return LexRank()
     if name != "indexpool":
         raise ValueError(f"unknown summarizer {name!r} (choose from {', '.join(SUMMARIZERS)})")
+    from model.inference.indexpool_summarizer import load  # torch: only when the model runs
+
     try:
-        model = load_model()
-    except CheckpointMissing as error:
+        return load(summary_policy)
+    except FileNotFoundError as error:  # CheckpointMissing: no checkpoint where it is looked for
         raise SummarizerUnavailable(str(error)) from error
-    return IndexPoolSummarizer(model, policy_for(model.path, model.weights_id, summary_policy))

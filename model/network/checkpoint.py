@@ -1,16 +1,13 @@
 """The IndexPool checkpoint: where it is, its format, and loading it once per process.
 
 A checkpoint holds an :class:`IndexPoolNet` in float16, its HybridConfig, the weights of the evidence score
-(:class:`EvidenceWeights`) and training metadata. It is ``$INDEXPOOL_CHECKPOINT`` when set (read at each call, so
-every reader, evaluation and benchmark follows the variable as it is now), else the shipped
-``model/assets/indexpool.pt``.
+(:class:`EvidenceWeights`) and training metadata. Where it is: :func:`model.network.paths.indexpool_checkpoint`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import os
 import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -19,15 +16,10 @@ import torch
 
 from model.network.hybrid import HybridConfig
 from model.network.net import IndexPoolNet
+from model.network.paths import indexpool_checkpoint
 from model.tokenizer import Tokenizer, load_tokenizer
 
 FORMAT = "indexpool-checkpoint/1"
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "assets" / "indexpool.pt"
-
-
-def indexpool_checkpoint() -> Path:
-    """``$INDEXPOOL_CHECKPOINT``, else the shipped checkpoint."""
-    return Path(os.environ.get("INDEXPOOL_CHECKPOINT", SHIPPED_CHECKPOINT))
 
 
 @dataclass

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from samples import PAPER
+
 from ingest.document import IngestError
 from ingest.pipeline import parse_item
 from ingest.sources import InputItem
-
-PAPER = b"""<PAPER>
-  <S sid="0">A Tagger &amp;amp; Its Evaluation</S>
-  <ABSTRACT><S sid="1">We present a fast statistical tagger for many languages.</S></ABSTRACT>
-  <SECTION title="1 Introduction" number="1">
-    <S sid="2">We present a fast statistical tagger for many languages.</S>
-    <S sid="3">Taggers   assign tags to words.</S>
-  </SECTION>
-  <SECTION title="2 Method"><S sid="4">Trigrams are smoothed.</S>
-    <SUBSECTION><S>Unknown words use suffixes.</S></SUBSECTION></SECTION>
-</PAPER>"""
 
 
 def parse(tmp_path: Path, data: bytes) -> object:

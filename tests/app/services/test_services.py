@@ -208,3 +208,19 @@ def test_cache_memory_matches_the_indexer(library: tuple[Services, dict[str, int
     assert rows == {"uncompressed": tokens * 256, "IndexPool 2:1": tokens * 256, "IndexPool 2:1 INT8": tokens * 256}
     with pytest.raises(UserError, match="ratio must be 1, 2, 4 or 8, got 3"):
         services.metrics.cache_memory(3)
+
+
+def test_the_settings_offer_the_indexpool_presets() -> None:
+    from app.services.settings import PRESET_NAMES
+    from model.network.indexpool.config import PRESETS
+
+    assert PRESET_NAMES == list(PRESETS)
+
+
+def test_the_command_line_starts_without_the_model() -> None:
+    """``indexpool collections`` and the other library commands never import torch, scikit-learn or nltk."""
+    import subprocess
+    import sys
+
+    code = "import sys, app.cli; print(sorted({'torch', 'sklearn', 'nltk'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

@@ -11,8 +11,8 @@ from tolerance import assert_close
 
 from model.bench.indexer import NEEDLES, add_arguments, causal_window, insert_needle_ids, run
 from model.bench.keys import ModelIndexerKeys
-from model.network.checkpoint import indexpool_checkpoint
 from model.network.indexpool import IndexPoolIndexer
+from model.network.paths import indexpool_checkpoint
 
 TEXT = (
     "The committee met on Tuesday to discuss the budget for the new library. Several members argued that the "

@@ -19,24 +19,17 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_eval_qa_on_qmsum(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _qmsum_qa(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], *options: str) -> dict:
+    """``eval qa --json`` over the first QMSum val meeting (the meeting of the first questions keeps it short)."""
     documents, questions = convert_qmsum(shared_data / "qmsum" / "val")
-    write_jsonl(tmp_path / "docs.jsonl", documents[:1])  # the meeting of the first questions keeps it short
+    write_jsonl(tmp_path / "docs.jsonl", documents[:1])
     write_jsonl(tmp_path / "q.jsonl", questions)
-    report = _json(
-        capsys,
-        [
-            "eval",
-            "qa",
-            "--corpus",
-            str(tmp_path / "docs.jsonl"),
-            "--questions",
-            str(tmp_path / "q.jsonl"),
-            "--limit",
-            "3",
-            "--json",
-        ],
-    )
+    corpus = ["--corpus", str(tmp_path / "docs.jsonl"), "--questions", str(tmp_path / "q.jsonl")]
+    return _json(capsys, ["eval", "qa", *corpus, *options, "--json"])
+
+
+def test_eval_qa_on_qmsum(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = _qmsum_qa(shared_data, tmp_path, capsys, "--limit", "3")
     assert report["questions"] == 3 and report["documents"] == 1
     for name in ("indexpool", "bm25", "dense"):  # the shipped checkpoint (model/assets/indexpool.pt) runs
         row = report["systems"][name]
@@ -171,24 +164,7 @@ def test_eval_niah_table_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_eval_qa_cache_variants(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The shipped weights with the INT8 pooled cache and with the uncompressed indexer answer side by side."""
-    documents, questions = convert_qmsum(shared_data / "qmsum" / "val")
-    write_jsonl(tmp_path / "docs.jsonl", documents[:1])
-    write_jsonl(tmp_path / "q.jsonl", questions)
-    report = _json(
-        capsys,
-        [
-            "eval",
-            "qa",
-            "--corpus",
-            str(tmp_path / "docs.jsonl"),
-            "--questions",
-            str(tmp_path / "q.jsonl"),
-            "--limit",
-            "2",
-            "--systems",
-            "indexpool-int8,indexpool-uncompressed",
-            "--json",
-        ],
-    )
+    systems = "indexpool-int8,indexpool-uncompressed"
+    report = _qmsum_qa(shared_data, tmp_path, capsys, "--limit", "2", "--systems", systems)
     for name in ("indexpool-int8", "indexpool-uncompressed"):
         assert QA_KEYS <= set(report["systems"][name]), report["systems"][name]
