@@ -6,6 +6,7 @@ Every command that reports something takes ``--json``; the schemas are documente
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import sys
@@ -59,6 +60,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not args.json:
             print(_event_line(event), flush=True)
     summary = IngestSummary.of(events, time.perf_counter() - started)
+    if args.share:
+        services.library.share(args.collection, True)
     if args.json:
         _print_json(
             {
@@ -82,6 +85,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_share(args: argparse.Namespace) -> int:
+    _services(args).library.share(args.collection, not args.off)
+    if args.json:
+        _print_json({"collection": args.collection, "shared": not args.off})
+    else:
+        print(f"collection {args.collection} is {'no longer shared' if args.off else 'shared with every user'}")
+    return 0
+
+
 def cmd_collections(args: argparse.Namespace) -> int:
     infos = _services(args).library.collections()
     if args.json:
@@ -92,7 +104,9 @@ def cmd_collections(args: argparse.Namespace) -> int:
     for info in infos:
         print(
             f"{info.name}: {info.documents} documents, {info.pages} pages, {info.tokens:,} tokens, "
-            f"{info.sentences:,} sentences" + (f", {info.errors} failed" if info.errors else "")
+            f"{info.sentences:,} sentences"
+            + (f", {info.errors} failed" if info.errors else "")
+            + (", shared with every user" if info.shared else "")
         )
     return 0
 
@@ -244,6 +258,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     repeated = sorted({user for user, _ in users if [u for u, _ in users].count(user) > 1})
     if repeated:
         raise UserError(f"--auth names {', '.join(repeated)} more than once")
+    if not is_loopback(args.host):
+        if not users and not args.insecure_no_auth:
+            raise UserError(
+                f"--host {args.host} opens the app to other machines: add --auth USER:PASSWORD "
+                "(or --insecure-no-auth to serve everyone without a login)"
+            )
+        print(
+            f"indexpool: warning: --host {args.host} listens on every network this machine can reach"
+            + ("" if users else ", without a login (--insecure-no-auth)"),
+            file=sys.stderr,
+            flush=True,
+        )
     serve(
         _services(args, args.generator),
         host=args.host,
@@ -355,6 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--workers", type=positive_int, default=min(2, os.cpu_count() or 1))
     ingest.add_argument("--timeout", type=positive_float, default=Limits.timeout_s, help="seconds per file")
     ingest.add_argument("--max-file-mb", type=positive_float, default=Limits.max_file_bytes / 2**20)
+    ingest.add_argument("--share", action="store_true", help="let every user of the app read the collection")
+
+    share = command("share", cmd_share, "let every user of the app read a collection (or stop it with --off)")
+    share.add_argument("--collection", required=True)
+    share.add_argument("--off", action="store_true", help="stop sharing it")
 
     command("collections", cmd_collections, "list collections")
     documents = command("documents", cmd_documents, "list the documents of a collection")
@@ -404,7 +435,14 @@ def build_parser() -> argparse.ArgumentParser:
     command("demo", cmd_demo, "build the sample library and answer example questions", json_flag=False)
 
     serve = command("serve", cmd_serve, "start the web app", json_flag=False)
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on; another than this machine's needs --auth"
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow a non-loopback --host without --auth (everyone reaching the port sees the library)",
+    )
     serve.add_argument("--port", type=positive_int, default=7860)
     serve.add_argument("--no-sample", action="store_true", help="do not build the sample library on first start")
     serve.add_argument(
@@ -462,6 +500,16 @@ def build_parser() -> argparse.ArgumentParser:
         research = commands.add_parser(name, help=help_text, add_help=False)
         research.set_defaults(handler=_research(name), delegated=True)
     return parser
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` names only this machine (localhost, 127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def positive_int(value: str) -> int:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
-from sqlalchemy import delete, func, insert, select, text, tuple_
+from sqlalchemy import delete, func, insert, or_, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from ingest.document import Page, ParsedDocument, Section, Sentence
@@ -45,6 +46,8 @@ class CollectionInfo:
     pages: int
     tokens: int
     sentences: int
+    shared: bool = False  # readable by every user
+    owner: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class Library:
             self.home.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise StorageError(f"cannot create the library folder {self.home}: {error.strerror}") from error
-        self._sessions = open_database(self.db_path)
+        self._engine, self._sessions = open_database(self.db_path)
         # Libraries of schema version 2 kept token arrays nobody read in arrays/; the upgrade dropped their column.
         shutil.rmtree(self.home / "arrays", ignore_errors=True)
 
@@ -94,17 +97,35 @@ class Library:
     def session(self) -> Session:
         return self._sessions()
 
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
+        """A session in a transaction that holds the write lock from its first read: what it reads stays true
+        until it commits (checks and writes of concurrent ingests cannot interleave)."""
+        with self._engine.connect().execution_options(immediate=True) as connection:
+            with self._sessions(bind=connection) as session, session.begin():
+                yield session
+
     # ----------------------------------------------------------------- collections and documents
 
-    def collection_names(self) -> list[str]:
-        with self.session() as session:
-            return list(session.scalars(select(Collection.name).order_by(Collection.name)))
+    @staticmethod
+    def _visible(user: str):  # noqa: ANN205 (a SQLAlchemy condition)
+        """The collections ``user`` may read: their own and the shared ones."""
+        return or_(Collection.owner == user, Collection.shared.is_(True))
 
-    def collections(self) -> list[CollectionInfo]:
+    def collection_names(self, user: str = "") -> list[str]:
+        """The names of the collections ``user`` may read, each once (their own first when a shared one has the same
+        name)."""
+        with self.session() as session:
+            return sorted(set(session.scalars(select(Collection.name).where(self._visible(user)))))
+
+    def collections(self, user: str = "") -> list[CollectionInfo]:
+        """The collections ``user`` may read, with their counts."""
         ingested = Document.status == "ingested"
         query = (
             select(
                 Collection.name,
+                Collection.owner,
+                Collection.shared,
                 func.count(Document.id).filter(ingested),
                 func.count(Document.id).filter(Document.status == "error"),
                 func.coalesce(func.sum(Document.pages).filter(ingested), 0),
@@ -112,21 +133,32 @@ class Library:
                 func.coalesce(func.sum(Document.sentence_count).filter(ingested), 0),
             )
             .outerjoin(Document)
+            .where(self._visible(user))
             .group_by(Collection.id)
-            .order_by(Collection.name)
+            .order_by(Collection.name, Collection.owner != user)
         )
         with self.session() as session:
-            return [CollectionInfo(*row) for row in session.execute(query)]
+            infos, seen = [], set()
+            for name, owner, shared, *counts in session.execute(query):
+                if name not in seen:  # the user's own before a shared one of the same name
+                    seen.add(name)
+                    infos.append(CollectionInfo(name, *counts, shared=shared, owner=owner))
+            return infos
 
-    def documents(self, collection: str) -> list[Document]:
+    def documents(self, collection: str, user: str = "") -> list[Document]:
         with self.session() as session:
-            collection_id = self._collection_id(session, collection)
+            collection_id = self._collection_id(session, collection, user)
             query = select(Document).where(Document.collection_id == collection_id).order_by(Document.source)
             return list(session.scalars(query))
 
-    def document(self, document_id: int, with_text: bool = False) -> Document | None:
+    def document(self, document_id: int, with_text: bool = False, user: str | None = None) -> Document | None:
+        """The document, None when absent or (given ``user``) in a collection ``user`` may not read."""
         with self.session() as session:
             document = session.get(Document, document_id)
+            if document is not None and user is not None:
+                collection = session.get(Collection, document.collection_id)
+                if collection is None or not (collection.owner == user or collection.shared):
+                    return None
             if document is not None and with_text:
                 _ = document.text  # load the deferred column before the session closes
             return document
@@ -192,65 +224,65 @@ class Library:
             row = session.execute(query).first()
         return (row.start, row.end) if row else None
 
-    def _collection_id(self, session: Session, name: str) -> int:
-        collection_id = session.scalar(select(Collection.id).where(Collection.name == name))
+    def _collection_id(self, session: Session, name: str, user: str, write: bool = False) -> int:
+        """The collection ``name`` as ``user`` sees it: their own, else (to read) a shared one; StorageError naming
+        only the collections the user may see."""
+        query = select(Collection.id).where(Collection.name == name)
+        if write:
+            query = query.where(Collection.owner == user)
+        else:
+            query = query.where(self._visible(user)).order_by(Collection.owner != user, Collection.id)
+        collection_id = session.scalar(query)
         if collection_id is None:
-            known = ", ".join(self.collection_names()) or "none yet"
-            raise StorageError(f"no collection named '{name}' (collections: {known})")
+            known = self.collection_names(user)
+            if write and name in known:
+                raise StorageError(f"collection '{name}' is shared with you by its owner: only they can change it")
+            raise StorageError(f"no collection named '{name}' (collections: {', '.join(known) or 'none yet'})")
         return collection_id
 
-    def _get_or_create_collection(self, session: Session, name: str) -> int:
-        collection_id = session.scalar(select(Collection.id).where(Collection.name == name))
+    def _get_or_create_collection(self, session: Session, name: str, user: str) -> int:
+        """The id of ``user``'s collection ``name``, created when it does not exist (call it in ``writing()``)."""
+        collection_id = session.scalar(select(Collection.id).where(Collection.name == name, Collection.owner == user))
         if collection_id is None:
-            collection = Collection(name=name)
+            collection = Collection(name=name, owner=user)
             session.add(collection)
             session.flush()
             collection_id = collection.id
         return collection_id
 
-    def ensure_collection(self, name: str) -> None:
+    def ensure_collection(self, name: str, user: str = "") -> None:
         if not name.strip():
             raise StorageError("a collection needs a non-empty name")
-        with self.session() as session, session.begin():
-            self._get_or_create_collection(session, name)
+        with self.writing() as session:
+            self._get_or_create_collection(session, name, user)
 
-    def is_unchanged(self, collection: str, source: str, content_hash: str) -> bool:
-        """True when ``source`` is already ingested in ``collection`` with this exact content."""
+    def set_shared(self, name: str, shared: bool, user: str = "") -> None:
+        """Share ``user``'s collection ``name`` with every user (read only), or stop sharing it."""
+        with self.session() as session, session.begin():
+            session.get(Collection, self._collection_id(session, name, user, write=True)).shared = shared
+
+    def is_unchanged(self, collection: str, source: str, content_hash: str, user: str = "") -> bool:
+        """True when ``source`` is already ingested in ``user``'s ``collection`` with this exact content."""
         with self.session() as session:
             query = (
                 select(Document.id)
                 .join(Collection)
-                .where(Collection.name == collection, Document.source == source)
+                .where(Collection.name == collection, Collection.owner == user, Document.source == source)
                 .where(Document.content_hash == content_hash, Document.status == "ingested")
             )
             return session.scalar(query) is not None
 
     # ----------------------------------------------------------------- writing
 
-    def store(self, collection: str, parsed: ParsedDocument, tokens: int = 0) -> StoreResult:
-        """Store one parsed document of ``tokens`` model tokens: a no-op if unchanged, a replacement if its source
-        changed."""
-        with self.session() as session:
-            collection_id = self._get_or_create_collection(session, collection)
-            session.commit()
-            previous = session.scalar(
-                select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
-            )
-            if previous is not None and previous.status == "ingested":
-                if previous.content_hash == parsed.content_hash:
-                    return StoreResult("unchanged", previous.id, "unchanged since the last ingest")
-            twin = session.scalar(
-                select(Document).where(
-                    Document.collection_id == collection_id,
-                    Document.content_hash == parsed.content_hash,
-                    Document.status == "ingested",
-                    Document.source != parsed.source,
-                )
-            )
-            if twin is not None:
-                return StoreResult("duplicate", twin.id, f"same content as {twin.source}, skipped")
-
-        with self.session() as session, session.begin():
+    def store(self, collection: str, parsed: ParsedDocument, tokens: int = 0, user: str = "") -> StoreResult:
+        """Store one parsed document of ``tokens`` model tokens in ``user``'s ``collection``: a no-op if unchanged, a
+        replacement if its source changed. One transaction holding the write lock throughout, so a concurrent ingest
+        of the same source finds it stored ("unchanged", or "duplicate" under another name)."""
+        with self.writing() as session:
+            collection_id = self._get_or_create_collection(session, collection, user)
+            settled = self._settled(session, collection_id, parsed)
+            if settled is not None:
+                return settled
             previous = session.scalar(
                 select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
             )
@@ -259,6 +291,26 @@ class Library:
                 self._delete_document_rows(session, previous.id)
             document_id = self._insert_document(session, collection_id, parsed, tokens)
         return StoreResult("replaced" if replaced else "ingested", document_id)
+
+    def _settled(self, session: Session, collection_id: int, parsed: ParsedDocument) -> StoreResult | None:
+        """ "unchanged" or "duplicate" when the collection already holds this content, else None."""
+        previous = session.scalar(
+            select(Document).where(Document.collection_id == collection_id, Document.source == parsed.source)
+        )
+        if previous is not None and previous.status == "ingested":
+            if previous.content_hash == parsed.content_hash:
+                return StoreResult("unchanged", previous.id, "unchanged since the last ingest")
+        twin = session.scalar(
+            select(Document).where(
+                Document.collection_id == collection_id,
+                Document.content_hash == parsed.content_hash,
+                Document.status == "ingested",
+                Document.source != parsed.source,
+            )
+        )
+        if twin is not None:
+            return StoreResult("duplicate", twin.id, f"same content as {twin.source}, skipped")
+        return None
 
     def _insert_document(self, session: Session, collection_id: int, parsed: ParsedDocument, tokens: int) -> int:
         document = Document(
@@ -326,10 +378,12 @@ class Library:
             )
         return document.id
 
-    def record_error(self, collection: str, source: str, message: str, content_hash: str = "") -> StoreResult:
+    def record_error(
+        self, collection: str, source: str, message: str, content_hash: str = "", user: str = ""
+    ) -> StoreResult:
         """Remember that ``source`` failed; an earlier good version of it is kept untouched."""
-        with self.session() as session, session.begin():
-            collection_id = self._get_or_create_collection(session, collection)
+        with self.writing() as session:
+            collection_id = self._get_or_create_collection(session, collection, user)
             previous = session.scalar(
                 select(Document).where(Document.collection_id == collection_id, Document.source == source)
             )
@@ -344,18 +398,24 @@ class Library:
             session.flush()
             return StoreResult("error", previous.id, message)
 
-    def remove_document(self, document_id: int) -> Document:
+    def remove_document(self, document_id: int, user: str = "") -> Document:
+        """Remove a document of one of ``user``'s collections."""
         with self.session() as session, session.begin():
             document = session.get(Document, document_id)
-            if document is None:
+            owner = (
+                session.scalar(select(Collection.owner).where(Collection.id == document.collection_id))
+                if document
+                else None
+            )
+            if document is None or owner != user:
                 raise StorageError(f"no document with id {document_id}")
             self._delete_document_rows(session, document_id)
         return document
 
-    def remove_collection(self, name: str) -> int:
-        """Remove a collection with all its documents; returns how many documents went."""
+    def remove_collection(self, name: str, user: str = "") -> int:
+        """Remove ``user``'s collection with all its documents; returns how many documents went."""
         with self.session() as session, session.begin():
-            collection_id = self._collection_id(session, name)
+            collection_id = self._collection_id(session, name, user, write=True)
             documents = list(session.scalars(select(Document).where(Document.collection_id == collection_id)))
             for document in documents:
                 self._delete_document_rows(session, document.id)
@@ -371,14 +431,15 @@ class Library:
 
     # ----------------------------------------------------------------- reading sentences
 
-    def search_sentences(self, collections: list[str], query: str, limit: int) -> list[SentenceHit]:
-        """BM25 (SQLite FTS5, porter stemming) over the sentences of ``collections``; best first."""
+    def search_sentences(self, collections: list[str], query: str, limit: int, user: str = "") -> list[SentenceHit]:
+        """BM25 (SQLite FTS5, porter stemming) over the sentences of ``collections`` (as ``user`` sees them); best
+        first."""
         words = [w for w in _FTS_WORD.findall(query.lower()) if w not in _STOPWORDS] or _FTS_WORD.findall(query.lower())
         if not words:
             return []
         match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
         with self.session() as session:
-            collection_ids = [self._collection_id(session, name) for name in collections]
+            collection_ids = [self._collection_id(session, name, user) for name in collections]
             placeholders = ", ".join(f":c{i}" for i in range(len(collection_ids)))
             rows = session.execute(
                 text(

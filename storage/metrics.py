@@ -23,18 +23,29 @@ class MetricStore:
         data: dict[str, Any],
         collection: str | None = None,
         session_id: int | None = None,
+        user: str = "",
     ) -> None:
-        """Record one request of ``kind`` ("ask", "summarize", "bench")."""
+        """Record one request of ``kind`` ("ask", "summarize", "bench") made by ``user``."""
         with self.library.session() as session, session.begin():
             session.add(
                 MetricRecord(
-                    kind=kind, collection=collection, session_id=session_id, total_ms=round(total_ms, 2), data=data
+                    kind=kind,
+                    user=user,
+                    collection=collection,
+                    session_id=session_id,
+                    total_ms=round(total_ms, 2),
+                    data=data,
                 )
             )
 
-    def records(self, since: datetime | None = None, limit: int = 10_000) -> list[dict[str, Any]]:
-        """The most recent ``limit`` records (created after ``since`` when given), oldest first."""
-        query = select(MetricRecord).order_by(MetricRecord.created_at.desc(), MetricRecord.id.desc()).limit(limit)
+    def records(self, user: str = "", since: datetime | None = None, limit: int = 10_000) -> list[dict[str, Any]]:
+        """``user``'s most recent ``limit`` records (created after ``since`` when given), oldest first."""
+        query = (
+            select(MetricRecord)
+            .where(MetricRecord.user == user)
+            .order_by(MetricRecord.created_at.desc(), MetricRecord.id.desc())
+            .limit(limit)
+        )
         if since is not None:
             query = query.where(MetricRecord.created_at > since)
         with self.library.session() as session:

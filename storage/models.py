@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column, relationship
 
-SCHEMA_VERSION = 3  # storage/db.py: MIGRATIONS upgrades older libraries in place
+SCHEMA_VERSION = 4  # storage/db.py: MIGRATIONS upgrades older libraries in place
 
 
 def utcnow() -> datetime:
@@ -30,9 +30,15 @@ class Meta(Base):
 
 
 class Collection(Base):
+    """A named set of documents of one user ("" without authentication: the CLI's and a single-user app's); a shared
+    collection can be read by every user, and changed only by its owner."""
+
     __tablename__ = "collections"
+    __table_args__ = (UniqueConstraint("owner", "name"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    owner: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    shared: Mapped[bool] = mapped_column(default=False, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     documents: Mapped[list[Document]] = relationship(
         back_populates="collection", cascade="all, delete-orphan", passive_deletes=True
@@ -165,6 +171,7 @@ class MetricRecord(Base):
     __tablename__ = "metrics"
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[str] = mapped_column(String(32), index=True)  # "ask", "ingest", "summarize", "bench"
+    user: Mapped[str] = mapped_column(String(200), default="", server_default="")  # who made the request
     session_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"))
     collection: Mapped[str | None] = mapped_column(Text)
     total_ms: Mapped[float] = mapped_column(default=0.0)

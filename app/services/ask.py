@@ -95,7 +95,8 @@ def _quote(citations: list[Citation]) -> str:
 class Reader(Protocol):
     name: str
 
-    def answer(self, collections: list[str], question: str, top_k: int) -> Answer: ...
+    def answer(self, collections: list[str], question: str, top_k: int, user: str = "") -> Answer:
+        """The answer over ``collections`` as ``user`` sees them."""
 
 
 class BM25Reader:
@@ -108,10 +109,10 @@ class BM25Reader:
         self.answer_sentences = answer_sentences  # at most this many sentences form the answer
         self.relative_score = relative_score  # ...each scoring at least this fraction of the best one
 
-    def answer(self, collections: list[str], question: str, top_k: int) -> Answer:
+    def answer(self, collections: list[str], question: str, top_k: int, user: str = "") -> Answer:
         started = time.perf_counter()
         with storage_errors():
-            hits = self.library.search_sentences(collections, question, limit=top_k)
+            hits = self.library.search_sentences(collections, question, limit=top_k, user=user)
         citations = [
             Citation(h.document_id, h.source, h.title, h.page, h.start, h.end, h.text, round(h.score, 4)) for h in hits
         ]
@@ -131,7 +132,7 @@ class IndexPoolReader:
     def __init__(self, library: Library, indexes: IndexService, answer_margin: float = 0.5) -> None:
         self.library, self.indexes, self.answer_margin = library, indexes, answer_margin
 
-    def answer(self, collections: list[str], question: str, top_k: int) -> Answer:
+    def answer(self, collections: list[str], question: str, top_k: int, user: str = "") -> Answer:
         from model.inference.qa import Question, answer  # torch: only when the model reads (the CLI starts fast)
         from model.network.checkpoint import CheckpointMissing, load_model
 
@@ -145,7 +146,7 @@ class IndexPoolReader:
         entries: list[tuple[str, int, str]] = []
         with storage_errors():
             for collection in collections:
-                for document in self.library.documents(collection):
+                for document in self.library.documents(collection, user):
                     if document.status == "ingested" and document.id not in sources:
                         sources[document.id] = (document.source, document.title)
                         entries.append((collection, document.id, document.content_hash))
@@ -235,7 +236,7 @@ class AskService:
         writer = parse_generator(check_generator(generator))
         if session_id is not None:
             self.sessions.check(session_id, user)
-        result = self.readers[reader].answer(collections, question, top_k)
+        result = self.readers[reader].answer(collections, question, top_k, user)
         failure = None
         if writer is not None and result.citations:
             generating = time.perf_counter()
@@ -263,6 +264,7 @@ class AskService:
             {"timings_ms": result.timings_ms, "reader": result.reader} | ran,
             collection=",".join(collections),
             session_id=session_id,
+            user=user,
         )
         if failure is not None:
             raise failure

@@ -101,13 +101,15 @@ class IngestService:
         password: str | None = None,
         limits: Limits | None = None,
         workers: int = 2,
+        user: str = "",
     ) -> Iterator[IngestEvent]:
-        """Ingest files, folders and zip archives into ``collection``, yielding one event per input."""
+        """Ingest files, folders and zip archives into ``user``'s ``collection`` (created when new), yielding one
+        event per input."""
         if not collection.strip():
             raise UserError("--collection needs a non-empty name")
         limits = limits or Limits()
         with storage_errors():
-            self.library.ensure_collection(collection)
+            self.library.ensure_collection(collection, user)
         inputs = list(expand_inputs([Path(p).expanduser().resolve() for p in paths], limits))
         total = len(inputs)
         index = 0
@@ -115,8 +117,8 @@ class IngestService:
         for entry in inputs:
             if isinstance(entry, IngestError):
                 index += 1
-                yield self._store(collection, entry, index, total, 0.0)
-            elif self.library.is_unchanged(collection, entry.source, file_hash(entry)):
+                yield self._store(collection, entry, index, total, 0.0, user)
+            elif self.library.is_unchanged(collection, entry.source, file_hash(entry), user):
                 index += 1
                 yield IngestEvent(index, total, entry.source, "unchanged", "unchanged since the last ingest")
             else:
@@ -126,19 +128,25 @@ class IngestService:
             if not results:
                 results = [IngestError(item.source, "no text found")]
             for result in results:
-                yield self._store(collection, result, index, total, seconds / len(results))
+                yield self._store(collection, result, index, total, seconds / len(results), user)
 
-    def uploads_dir(self, collection: str) -> Path:
-        """Where uploaded files of ``collection`` are kept under the names their users gave them."""
-        safe = re.sub(r"[^\w.-]+", "_", collection).strip("._") or "collection"
-        return self.library.home / "uploads" / safe
+    def uploads_dir(self, collection: str, user: str = "") -> Path:
+        """Where ``user``'s uploaded files of ``collection`` are kept under the names they gave them."""
+        folders = [re.sub(r"[^\w.-]+", "_", name).strip("._") or "_" for name in (user or "_", collection)]
+        return self.library.home / "uploads" / folders[0] / folders[1]
 
     def ingest_uploads(
-        self, files: Iterable[Path], collection: str, password: str | None = None, limits: Limits | None = None
+        self,
+        files: Iterable[Path],
+        collection: str,
+        password: str | None = None,
+        limits: Limits | None = None,
+        user: str = "",
     ) -> Iterator[IngestEvent]:
-        """Ingest uploaded temporary files: each is first copied into ``uploads_dir`` under its own name, so a
-        changed file uploaded again replaces its earlier version instead of adding a second document."""
-        target = self.uploads_dir(collection)
+        """Ingest uploaded temporary files: each is moved into ``uploads_dir`` under its own name (so a changed file
+        uploaded again replaces its earlier version instead of adding a second document, and the web server keeps
+        no copy to serve)."""
+        target = self.uploads_dir(collection, user)
         target.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
         for file in files:
@@ -146,31 +154,34 @@ class IngestService:
             if destination in staged:  # two uploads with the same name in one batch
                 destination = target / f"{destination.stem}-{len(staged)}{destination.suffix}"
             shutil.copyfile(file, destination)
+            Path(file).unlink(missing_ok=True)
             staged.append(destination)
-        yield from self.ingest(staged, collection, password, limits)
+        yield from self.ingest(staged, collection, password, limits, user=user)
 
-    def ingest_texts(self, documents: Iterable[ParsedDocument], collection: str) -> Iterator[IngestEvent]:
+    def ingest_texts(
+        self, documents: Iterable[ParsedDocument], collection: str, user: str = ""
+    ) -> Iterator[IngestEvent]:
         """Store documents already parsed in memory (e.g. the embedded standard-library sample)."""
         documents = list(documents)
         for index, parsed in enumerate(documents, start=1):
-            yield self._store(collection, parsed, index, len(documents), 0.0)
+            yield self._store(collection, parsed, index, len(documents), 0.0, user)
 
     def _store(
-        self, collection: str, result: ParsedDocument | IngestError, index: int, total: int, seconds: float
+        self, collection: str, result: ParsedDocument | IngestError, index: int, total: int, seconds: float, user: str
     ) -> IngestEvent:
         with storage_errors():
-            return self._store_one(collection, result, index, total, seconds)
+            return self._store_one(collection, result, index, total, seconds, user)
 
     def _store_one(
-        self, collection: str, result: ParsedDocument | IngestError, index: int, total: int, seconds: float
+        self, collection: str, result: ParsedDocument | IngestError, index: int, total: int, seconds: float, user: str
     ) -> IngestEvent:
         if isinstance(result, IngestError):
-            stored = self.library.record_error(collection, result.source, result.reason)
+            stored = self.library.record_error(collection, result.source, result.reason, user=user)
             return IngestEvent(
                 index, total, result.source, "error", stored.message, stored.document_id, seconds=seconds
             )
         tokens = load_tokenizer().count(result.text)
-        stored = self.library.store(collection, result, tokens)
+        stored = self.library.store(collection, result, tokens, user)
         message = stored.message or "; ".join(result.warnings)
         return IngestEvent(
             index,

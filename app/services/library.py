@@ -35,26 +35,34 @@ class Evidence:
 
 
 class LibraryService:
+    """Every call acts for a ``user`` ("" without authentication): they read their own collections and the shared
+    ones, and change only their own."""
+
     def __init__(self, library: Library) -> None:
         self.library = library
 
-    def collections(self) -> list[CollectionInfo]:
-        return self.library.collections()
+    def collections(self, user: str = "") -> list[CollectionInfo]:
+        return self.library.collections(user)
 
-    def collection_names(self) -> list[str]:
-        return self.library.collection_names()
+    def collection_names(self, user: str = "") -> list[str]:
+        return self.library.collection_names(user)
 
-    def documents(self, collection: str) -> list[Document]:
+    def documents(self, collection: str, user: str = "") -> list[Document]:
         with storage_errors():
-            return self.library.documents(collection)
+            return self.library.documents(collection, user)
 
-    def ingested(self, collection: str) -> list[Document]:
-        return [d for d in self.documents(collection) if d.status == "ingested"]
+    def ingested(self, collection: str, user: str = "") -> list[Document]:
+        return [d for d in self.documents(collection, user) if d.status == "ingested"]
 
-    def remove(self, collection: str, refs: list[str]) -> list[Document]:
-        """Remove documents of ``collection`` named by id, source or title; an uploaded copy goes with its
+    def share(self, collection: str, shared: bool, user: str = "") -> None:
+        """Let every user read ``user``'s collection (or stop it)."""
+        with storage_errors():
+            self.library.set_shared(collection, shared, user)
+
+    def remove(self, collection: str, refs: list[str], user: str = "") -> list[Document]:
+        """Remove documents of ``user``'s ``collection`` named by id, source or title; an uploaded copy goes with its
         document."""
-        documents = self.documents(collection)
+        documents = self.documents(collection, user)
         chosen: list[Document] = []
         for ref in refs:
             matches = [d for d in documents if ref in (str(d.id), d.source, d.title, Path(d.source).name)]
@@ -65,29 +73,32 @@ class LibraryService:
                 raise UserError(f"'{ref}' names several documents in '{collection}' (ids {ids}); use an id")
             chosen.append(matches[0])
         with storage_errors():
-            removed = [self.library.remove_document(d.id) for d in chosen]
+            removed = [self.library.remove_document(d.id, user) for d in chosen]
         uploads = self.library.home / "uploads"
         for document in removed:
-            if Path(document.source).parent.parent == uploads:
+            if Path(document.source).is_relative_to(uploads):
                 Path(document.source).unlink(missing_ok=True)
         return removed
 
-    def remove_collection(self, collection: str) -> int:
+    def remove_collection(self, collection: str, user: str = "") -> int:
         with storage_errors():
-            return self.library.remove_collection(collection)
+            return self.library.remove_collection(collection, user)
 
-    def document(self, document_id: int) -> Document:
-        document = self.library.document(document_id, with_text=True)
+    def document(self, document_id: int, user: str = "") -> Document:
+        """A document ``user`` may read (UserError otherwise, as for a removed one)."""
+        document = self.library.document(document_id, with_text=True, user=user)
         if document is None or document.status != "ingested":
             raise UserError(f"document {document_id} is no longer in the library")
         return document
 
     # ----------------------------------------------------------------- citations and pages
 
-    def evidence(self, document_id: int, start: int, end: int, page: int | None = None, context: int = 600) -> Evidence:
+    def evidence(
+        self, document_id: int, start: int, end: int, page: int | None = None, context: int = 600, user: str = ""
+    ) -> Evidence:
         """The span ``[start, end)`` of the document with up to ``context`` characters either side, cut at word
         boundaries and, when ``page`` is given, kept inside that page."""
-        document = self.document(document_id)
+        document = self.document(document_id, user)
         text = document.text
         if not 0 <= start < end <= len(text):
             raise UserError(f"characters {start}-{end} are outside document {document_id} ({len(text)} characters)")
@@ -111,9 +122,9 @@ class LibraryService:
             last < high,
         )
 
-    def render_page(self, document_id: int, page: int, scale: float = 1.5) -> Image.Image:
+    def render_page(self, document_id: int, page: int, scale: float = 1.5, user: str = "") -> Image.Image:
         """Page ``page`` (1-based) of the document's PDF, from its stored or uploaded file, as an image."""
-        document = self.document(document_id)
+        document = self.document(document_id, user)
         if document.kind != "pdf":
             raise UserError(f"'{document.title}' is not a PDF: it has no pages to show")
         if not 1 <= page <= document.pages:

@@ -18,11 +18,11 @@ class MetricsService:
         self.library = library
         self.store = MetricStore(library.library)
 
-    def records(self) -> list[dict[str, Any]]:
-        """The recorded requests (asks, summaries, benchmarks), oldest first."""
-        return self.store.records()
+    def records(self, user: str = "") -> list[dict[str, Any]]:
+        """``user``'s recorded requests (asks, summaries, benchmarks), oldest first."""
+        return self.store.records(user)
 
-    def cache_memory(self, ratio: int = 4) -> list[dict[str, Any]]:
+    def cache_memory(self, ratio: int = 4, user: str = "") -> list[dict[str, Any]]:
         """Per collection, the indexer key-cache bytes of its documents (each its own stream) uncompressed, with
         IndexPool at ``ratio``:1, and with INT8 entries: ``[{"collection", "method", "bytes"}]``."""
         from model.network.indexpool.config import IndexPoolConfig  # torch (the package): only for the dashboard
@@ -37,8 +37,8 @@ class MetricsService:
         except ValueError as error:
             raise UserError(str(error)) from error
         rows = []
-        for info in self.library.collections():
-            tokens = [d.tokens for d in self.library.ingested(info.name)]
+        for info in self.library.collections(user):
+            tokens = [d.tokens for d in self.library.ingested(info.name, user)]
             for label, (cfg, method) in methods.items():
                 rows.append(
                     {
@@ -49,7 +49,7 @@ class MetricsService:
                 )
         return rows
 
-    def run_indexer_bench(self, tokens: int, queries: int = 8, steps: int = 5) -> dict[str, Any]:
+    def run_indexer_bench(self, tokens: int, queries: int = 8, steps: int = 5, user: str = "") -> dict[str, Any]:
         """The indexer benchmark at one context length (few queries and timed steps, so that it takes seconds on a
         CPU once the encoder states are cached); its result, also stored as a "bench" metric."""
         from model.bench.indexer import BenchOptions, SetupError, run_benchmark  # torch and the key encoders
@@ -66,5 +66,6 @@ class MetricsService:
             "bench",
             (time.perf_counter() - started) * 1000,
             {"tokens": tokens, "methods": result["methods"], "setting": result["setting"]},
+            user=user,
         )
         return result

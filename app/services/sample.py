@@ -14,7 +14,8 @@ from ingest.stdlib_docs import STDLIB_COLLECTION, write_stdlib_corpus
 def build_sample(
     services: Services, limit: int | None = None, progress: Callable[[str], Any] | None = None
 ) -> dict[str, Any]:
-    """Write the stdlib corpus (once) under the library folder and ingest it as ``python-stdlib``."""
+    """Write the stdlib corpus (once) under the library folder and ingest it as ``python-stdlib``, shared with every
+    user of the app."""
     say = progress or (lambda _message: None)
     started = time.perf_counter()
     corpus_dir = services.home / "sample" / ("stdlib" if limit is None else f"stdlib-{limit}")
@@ -35,6 +36,7 @@ def build_sample(
         if event.status == "error" or event.index == event.total or event.index % 100 == 0:
             say(f"  [{event.index}/{event.total}] {event.source}: {event.status} {event.message}".rstrip())
     summary = IngestSummary.of(events, time.perf_counter() - started)
+    services.library.share(STDLIB_COLLECTION, True)  # the embedded sample is every user's to read
     info = next(c for c in services.library.collections() if c.name == STDLIB_COLLECTION)
     say(
         f"sample library '{STDLIB_COLLECTION}': {info.documents} documents, {info.tokens:,} tokens, "

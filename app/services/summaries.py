@@ -250,7 +250,7 @@ class SummaryService:
         ``budget_words`` words; the summary is stored with a metric record."""
         if not 1 <= budget_words <= MAX_BUDGET_WORDS:
             raise UserError(f"the word budget must be between 1 and {MAX_BUDGET_WORDS}, got {budget_words}")
-        documents = self.library.ingested(collection)
+        documents = self.library.ingested(collection, user)
         if document_ids:
             known = {d.id for d in documents}
             missing = [str(i) for i in document_ids if i not in known]
@@ -311,5 +311,6 @@ class SummaryService:
                 "timings_ms": {"summarize": round(result.seconds * 1000, 2)},
             },
             collection=result.collection,
+            user=user,
         )
         return summary_id

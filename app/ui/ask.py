@@ -6,10 +6,9 @@ A question goes ``ask`` → ``services.ask.ask`` (app/services/ask.py) → the r
 
 from __future__ import annotations
 
+import base64
 import html
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -81,20 +80,22 @@ def evidence_html(evidence: Evidence) -> str:
     return f'<p class="evidence-source"><b>{where}</b></p><p style="white-space: pre-wrap">{body}</p>'
 
 
-def show_citation(services: Services, cited: Cited, selected: gr.SelectData) -> tuple[Any, str]:
+def show_citation(services: Services, cited: Cited, selected: gr.SelectData, request: gr.Request) -> tuple[Any, str]:
     """The page image (PDFs) and the evidence text of the citation in the selected row of the citations table."""
     rank = int(selected.row_value[0]) if selected.row_value else selected.index[0] + 1
     if not 1 <= rank <= len(cited):
         return gr.update(value=None, visible=False), ""
     citation = cited[rank - 1]
     try:
-        evidence = services.library.evidence(citation["doc"], citation["start"], citation["end"], citation["page"])
+        evidence = services.library.evidence(
+            citation["doc"], citation["start"], citation["end"], citation["page"], user=user_of(request)
+        )
     except UserError as error:
         return gr.update(value=None, visible=False), html.escape(fail(error))
     if evidence.kind != "pdf" or citation["page"] is None:
         return gr.update(value=None, visible=False), evidence_html(evidence)
     try:
-        image = services.library.render_page(citation["doc"], citation["page"])
+        image = services.library.render_page(citation["doc"], citation["page"], user=user_of(request))
     except UserError as error:
         return gr.update(value=None, visible=False), f"<p>{html.escape(fail(error))}</p>" + evidence_html(evidence)
     return gr.update(value=image, visible=True, label=f"{evidence.title}, page {citation['page']}"), evidence_html(
@@ -179,17 +180,22 @@ def delete_session(
     return *show_sessions(services, NO_SESSION, request), f"deleted session {session_id}"
 
 
-def export_session(services: Services, session_id: int, fmt: str, request: gr.Request) -> tuple[str | None, str]:
-    """The session as a Markdown or JSON file to download."""
+EXPORT_TYPES = {"md": "text/markdown", "json": "application/json"}
+
+
+def export_session(services: Services, session_id: int, fmt: str, request: gr.Request) -> tuple[str, str]:
+    """A link downloading the session as Markdown or JSON. The file travels inside the link (a data: URL) to the user
+    who asked, so the server keeps no copy that another user's cookie could fetch."""
     if not session_id:
-        return None, fail(UserError("choose a session to export"))
+        return "", fail(UserError("choose a session to export"))
     try:
         text = services.sessions.export(session_id, fmt, user_of(request))
     except UserError as error:
-        return None, fail(error)
-    path = Path(tempfile.mkdtemp(prefix="indexpool-export-")) / f"session-{session_id}.{fmt}"
-    path.write_text(text + "\n", encoding="utf-8")
-    return str(path), f"exported session {session_id} as {fmt}"
+        return "", fail(error)
+    name = f"session-{session_id}.{fmt}"
+    data = base64.b64encode((text + "\n").encode("utf-8")).decode("ascii")
+    link = f'<a download="{name}" href="data:{EXPORT_TYPES[fmt]};charset=utf-8;base64,{data}">Download {name}</a>'
+    return link, f"exported session {session_id} as {fmt}"
 
 
 @dataclass
@@ -212,7 +218,7 @@ class AskTab:
     history: gr.Chatbot
     export_format: gr.Radio
     export: gr.Button
-    export_file: gr.File
+    export_file: gr.HTML
     session_status: gr.Markdown
 
 
@@ -233,7 +239,7 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             delete = gr.Button("Delete", variant="stop", elem_id="session-delete", scale=0, min_width=80)
         session_id = gr.State(NO_SESSION)  # the chosen session, kept out of the ask API's parameters
         collections = gr.Dropdown(
-            choices=services.library.collection_names(),
+            choices=[],  # the user's, filled when the page loads: nothing of the library shows before a login
             multiselect=True,
             allow_custom_value=True,  # API clients may name any collection; services.ask checks it
             label="Collections",
@@ -263,8 +269,8 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             export_format = gr.Radio(
                 [("Markdown", "md"), ("JSON", "json")], value="md", label="Export as", elem_id="export-format"
             )
-            export = gr.Button("Export session", elem_id="export-btn")
-            export_file = gr.File(label="Exported session", interactive=False, elem_id="export-file")
+            export = gr.Button("Export session", elem_id="export-btn", scale=0, min_width=160)
+            export_file = gr.HTML(elem_id="export-file")
         session_status = gr.Markdown(elem_id="session-status")
     session_views = [session, session_id, history]
     app.load(bind(show_sessions, services), session_id, session_views, **PRIVATE)

@@ -108,9 +108,10 @@ def memory_plot(rows: list[dict[str, Any]]) -> Figure:
 def dashboard(services: Services, request: gr.Request) -> tuple[Figure, Figure, Figure, str, Figure]:
     """The dashboard's plots from the recorded metrics and the library's token counts (the cache memory at the
     user's pooling ratio)."""
-    records = services.metrics.records()
+    user = user_of(request)
+    records = services.metrics.records(user)
     try:
-        ratio = services.settings.settings(user_of(request))["ratio"]
+        ratio = services.settings.settings(user)["ratio"]
     except UserError as error:
         fail(error)
         ratio = 4
@@ -119,7 +120,7 @@ def dashboard(services: Services, request: gr.Request) -> tuple[Figure, Figure, 
         latency_histogram(records),
         request_counts(records),
         latency_table(records),
-        memory_plot(services.metrics.cache_memory(ratio)),
+        memory_plot(services.metrics.cache_memory(ratio, user)),
     )
 
 
@@ -139,10 +140,10 @@ def bench_plot(methods: dict[str, dict[str, float]], tokens: int) -> Figure:
     return figure
 
 
-def run_bench(services: Services, tokens: float | None) -> tuple[pd.DataFrame, Any, str]:
+def run_bench(services: Services, tokens: float | None, request: gr.Request) -> tuple[pd.DataFrame, Any, str]:
     """Run the indexer benchmark at ``tokens`` tokens: its table, its plot and a status line."""
     try:
-        result = services.metrics.run_indexer_bench(int(tokens or 0))
+        result = services.metrics.run_indexer_bench(int(tokens or 0), user=user_of(request))
     except UserError as error:
         return pd.DataFrame(columns=BENCH_COLUMNS), gr.skip(), fail(error)
     methods = result["methods"]

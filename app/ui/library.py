@@ -14,7 +14,7 @@ import pandas as pd
 
 from app.services import Services, UserError
 from app.services.ingest import IngestEvent, IngestSummary
-from app.ui.common import fail
+from app.ui.common import fail, user_of
 
 DEFAULT_COLLECTION = "default"
 UPLOAD_TYPES = [".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".xml", ".zip"]
@@ -22,9 +22,10 @@ DOCUMENT_COLUMNS = ["id", "title", "status", "pages", "tokens", "needs OCR", "er
 UNCHANGED = (gr.skip(), gr.skip(), gr.skip())  # the three library views, left as they are
 
 
-def documents_table(services: Services, collection: str) -> pd.DataFrame:
-    """The documents of ``collection`` (an empty table for a collection not created yet)."""
-    if collection not in services.library.collection_names():
+def documents_table(services: Services, collection: str, request: gr.Request) -> pd.DataFrame:
+    """The documents of the user's ``collection`` (an empty table for a collection not created yet)."""
+    user = user_of(request)
+    if collection not in services.library.collection_names(user):
         return pd.DataFrame(columns=DOCUMENT_COLUMNS)
     rows = [
         [
@@ -36,19 +37,21 @@ def documents_table(services: Services, collection: str) -> pd.DataFrame:
             ", ".join(map(str, d.needs_ocr_pages)) if d.needs_ocr_pages else "",
             d.error or "",
         ]
-        for d in services.library.documents(collection)
+        for d in services.library.documents(collection, user)
     ]
     return pd.DataFrame(rows, columns=DOCUMENT_COLUMNS)
 
 
-def refresh(services: Services, collection: str, asked: list[str] | None) -> tuple[Any, pd.DataFrame, Any]:
-    """Current collection choices for both tabs and the chosen collection's documents."""
-    names = services.library.collection_names()
+def refresh(
+    services: Services, collection: str, asked: list[str] | None, request: gr.Request
+) -> tuple[Any, pd.DataFrame, Any]:
+    """The user's current collection choices for both tabs and the chosen collection's documents."""
+    names = services.library.collection_names(user_of(request))
     library_choices = sorted({*names, collection or DEFAULT_COLLECTION})
     ask_value = [name for name in asked or [] if name in names]
     return (
         gr.update(choices=library_choices),
-        documents_table(services, collection),
+        documents_table(services, collection, request),
         gr.update(choices=names, value=ask_value),
     )
 
@@ -80,6 +83,7 @@ def ingest_files(
     collection: str,
     password: str,
     asked: list[str] | None,
+    request: gr.Request,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way to ask for a progress tracker)
 ) -> Iterator[tuple[Any, ...]]:
     """Ingest the uploaded files into ``collection``, streaming one log line per input.
@@ -96,7 +100,8 @@ def ingest_files(
     started = time.perf_counter()
     events: list[IngestEvent] = []
     try:
-        for event in services.ingest.ingest_uploads([Path(f) for f in files], collection, password or None):
+        uploads = [Path(f) for f in files]
+        for event in services.ingest.ingest_uploads(uploads, collection, password or None, user=user_of(request)):
             events.append(event)
             lines.append(_event_line(event, upload_folders))
             progress((event.index, event.total), desc=_display_name(event.source, upload_folders), unit="files")
@@ -111,19 +116,21 @@ def ingest_files(
             f"in {summary.seconds:.1f} s ({summary.pages_per_s:.1f} pages/s, "
             f"{summary.tokens_per_s:,.0f} tokens/s)"
         )
-    yield "\n".join(lines), *refresh(services, collection, asked)
+    yield "\n".join(lines), *refresh(services, collection, asked, request)
 
 
-def delete_document(services: Services, collection: str, reference: str, asked: list[str] | None) -> tuple[Any, ...]:
-    """Remove one document (by id or title) from ``collection``; returns a status line and refreshed views."""
+def delete_document(
+    services: Services, collection: str, reference: str, asked: list[str] | None, request: gr.Request
+) -> tuple[Any, ...]:
+    """Remove one document (by id or title) from the user's ``collection``; a status line and refreshed views."""
     if not reference.strip():
         return fail(UserError("type the id or title of the document to delete")), *UNCHANGED
     try:
-        removed = services.library.remove(collection, [reference.strip()])
+        removed = services.library.remove(collection, [reference.strip()], user_of(request))
     except UserError as error:
         return fail(error), *UNCHANGED
     names = ", ".join(f"{d.id} ({d.title})" for d in removed)
-    return f"removed {names} from '{collection}'", *refresh(services, collection, asked)
+    return f"removed {names} from '{collection}'", *refresh(services, collection, asked, request)
 
 
 @dataclass

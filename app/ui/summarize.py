@@ -19,21 +19,22 @@ SUMMARY_COLUMNS = ["#", "sentence", "document", "page"]
 def summary_collections(services: Services, chosen: str | None, request: gr.Request) -> tuple[Any, Any, str]:
     """The collections to summarize (keeping ``chosen`` while it exists), the chosen one's documents and the
     user's summarizer."""
-    names = services.library.collection_names()
+    names = services.library.collection_names(user_of(request))
     chosen = chosen if chosen in names else (names[0] if names else None)
     try:
         summarizer = services.settings.settings(user_of(request))["summarizer"]
     except UserError as error:
         fail(error)
         summarizer = "indexpool"
-    return gr.update(choices=names, value=chosen), summary_documents(services, chosen), summarizer
+    return gr.update(choices=names, value=chosen), summary_documents(services, chosen, request), summarizer
 
 
-def summary_documents(services: Services, collection: str | None) -> Any:
-    """The ingested documents of ``collection`` to choose from (none chosen: the whole collection)."""
-    if not collection or collection not in services.library.collection_names():
+def summary_documents(services: Services, collection: str | None, request: gr.Request) -> Any:
+    """The ingested documents of the user's ``collection`` to choose from (none chosen: the whole collection)."""
+    user = user_of(request)
+    if not collection or collection not in services.library.collection_names(user):
         return gr.update(choices=[], value=[])
-    choices = [(f"{d.id}: {d.title}", d.id) for d in services.library.ingested(collection)]
+    choices = [(f"{d.id}: {d.title}", d.id) for d in services.library.ingested(collection, user)]
     return gr.update(choices=choices, value=[])
 
 

@@ -143,6 +143,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Services:
     services = Services(tmp_path_factory.mktemp("library"))
     parsed = parse_text("tides.txt", "Tidal power", "txt", TIDES, hashlib.sha256(TIDES.encode()).hexdigest())
     assert [e.status for e in services.ingest.ingest_texts([parsed], "energy")] == ["ingested"]
+    services.library.share("energy", True)  # readable by the signed-in users of the app tests
     return services
 
 

@@ -4,6 +4,7 @@ sentences the readers cite, schema version and upgrades."""
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,73 @@ def test_a_file_that_is_not_a_library_is_a_one_line_error(tmp_path: Path) -> Non
     with pytest.raises(StorageError) as error:
         Library(tmp_path)
     assert str(error.value) == f"cannot open the library database {tmp_path / 'library.db'}: file is not a database"
+
+
+def test_collections_belong_to_their_user_and_a_shared_one_is_read_only(library: Library) -> None:
+    bob_doc = library.store("papers", make_document("/b.txt", ["Bob's zebra runs fast."]), user="bob").document_id
+    library.store("papers", make_document("/a.txt", ["Alice's lion sleeps."]), user="alice")  # same name, her own
+    assert library.collection_names("alice") == ["papers"] and library.collection_names("carol") == []
+    assert [d.source for d in library.documents("papers", "alice")] == ["/a.txt"]
+    assert library.search_sentences(["papers"], "zebra", 5, user="alice") == []
+    assert library.document(bob_doc, user="alice") is None and library.document(bob_doc, user="bob") is not None
+    with pytest.raises(StorageError, match="no document with id"):
+        library.remove_document(bob_doc, user="alice")
+    with pytest.raises(StorageError, match="no collection named 'papers' \\(collections: none yet\\)"):
+        library.documents("papers", "carol")  # nothing about bob's collection shows
+
+    library.set_shared("papers", True, user="bob")
+    assert library.collection_names("carol") == ["papers"]  # carol reads bob's shared collection
+    assert [h.text for h in library.search_sentences(["papers"], "zebra", 5, user="carol")] == [
+        "Bob's zebra runs fast."
+    ]
+    assert [d.source for d in library.documents("papers", "alice")] == ["/a.txt"]  # her own comes first
+    infos = {(c.name, c.owner, c.shared) for c in library.collections("carol")}
+    assert infos == {("papers", "bob", True)}
+    with pytest.raises(StorageError, match="shared with you by its owner: only they can change it"):
+        library.remove_collection("papers", user="carol")
+    with pytest.raises(StorageError, match="no document with id"):
+        library.remove_document(bob_doc, user="carol")
+    assert library.remove_collection("papers", user="alice") == 1 and library.collection_names("bob") == ["papers"]
+
+
+def test_a_version_3_library_gives_its_collections_to_the_command_line_user(tmp_path: Path) -> None:
+    library = Library(tmp_path)
+    library.store("python-stdlib", make_document("/s.txt", ["The zip builtin pairs items."]))
+    library.store("notes", make_document("/n.txt", ["The zebra runs fast."]))
+    database = sqlite3.connect(library.db_path, isolation_level=None)  # as schema version 3 wrote it: no owners
+    for statement in [
+        "ALTER TABLE metrics DROP COLUMN user",
+        "CREATE TABLE c3 (id INTEGER PRIMARY KEY, name VARCHAR(200) UNIQUE, created_at DATETIME NOT NULL)",
+        "INSERT INTO c3 SELECT id, name, created_at FROM collections",
+        "DROP TABLE collections",
+        "ALTER TABLE c3 RENAME TO collections",
+        "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
+    ]:
+        database.execute(statement)
+    database.close()
+    upgraded = Library(tmp_path)
+    with upgraded.session() as session:
+        assert session.get(Meta, "schema_version").value == str(SCHEMA_VERSION)
+    assert {(c.name, c.owner, c.shared) for c in upgraded.collections("")} == {
+        ("notes", "", False),
+        ("python-stdlib", "", True),
+    }
+    assert upgraded.collection_names("alice") == ["python-stdlib"]  # the embedded sample stays everyone's
+    assert len(upgraded.documents("notes")) == 1  # the documents kept their collections
+
+
+def test_concurrent_ingests_of_the_same_files_both_end_cleanly(tmp_path: Path, home: Path) -> None:
+    import subprocess
+    import sys
+
+    for i in range(30):
+        (tmp_path / f"note-{i}.txt").write_text(f"Note {i}.\n\n" + "The whale surfaced near the ship. " * 50)
+    command = [sys.executable, "-m", "app.cli", "--home", str(home), "ingest", str(tmp_path), "--collection", "c"]
+    for _ in range(2):  # two rounds: a fresh library, then one holding the files
+        runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        results = [(*run.communicate(), run.returncode) for run in runs]
+        for _, err, code in results:
+            assert code == 0 and "Traceback" not in err, err
+        statuses = [line.split(": ")[1].split()[0] for out, _, _ in results for line in out.splitlines() if "]" in line]
+        assert set(statuses) <= {"ingested", "unchanged", "duplicate"} and len(statuses) == 90, statuses
+    assert len(Library(home).documents("c")) == 30

@@ -88,6 +88,7 @@ def test_a_pdf_whose_file_is_gone_or_changed_is_a_clear_error(tmp_path: Path) ->
 
 def test_sessions_belong_to_their_user_and_survive_a_restart(library: tuple[Services, dict[str, int]]) -> None:
     services, _ = library
+    services.library.share("energy", True)  # the CLI user's collection, readable by alice and bob
     alice = services.sessions.create("alice's notes", "alice")
     bob = services.sessions.create("bob's notes", "bob")
     services.ask.ask(["energy"], "What does a barrage hold behind a dam?", session_id=alice.id, user="alice")
