@@ -133,11 +133,11 @@ class IndexPoolReader:
         self.library, self.indexes, self.answer_margin = library, indexes, answer_margin
 
     def answer(self, collections: list[str], question: str, top_k: int, user: str = "") -> Answer:
+        timings: dict[str, float] = {}
+        started = time.perf_counter()  # "load": importing and loading the model (once per process), the documents
         from model.inference.qa import Question, answer  # torch: only when the model reads (the CLI starts fast)
         from model.network.checkpoint import CheckpointMissing, load_model
 
-        timings: dict[str, float] = {}
-        started = time.perf_counter()
         try:
             model = load_model()
         except CheckpointMissing as error:

@@ -150,6 +150,8 @@ class IngestService:
         target.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
         for file in files:
+            if not Path(file).is_file():
+                raise UserError(f"the upload {Path(file).name} is gone from the server: upload it again")
             destination = target / Path(file).name
             if destination in staged:  # two uploads with the same name in one batch
                 destination = target / f"{destination.stem}-{len(staged)}{destination.suffix}"

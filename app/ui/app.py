@@ -40,7 +40,7 @@ def build_app(services: Services) -> gr.Blocks:
         library.ingest.click(
             bind(ingest_files, services),
             [library.upload, library.collection, library.password, ask.collections],
-            [library.log, *views],
+            [library.log, *views, library.upload],
             api_name="ingest",
         )
         library.delete.click(

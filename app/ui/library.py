@@ -58,7 +58,9 @@ def refresh(
 
 def _upload_folders(services: Services) -> re.Pattern[str]:
     """The library's folder of uploaded files, as it appears in sources and messages."""
-    return re.compile(re.escape(f"{services.home.resolve()}/uploads/") + r"[^/]+/")
+    return re.compile(
+        re.escape(f"{services.home.resolve()}/uploads/") + r"[^/]+/[^/]+/"
+    )  # uploads/<user>/<collection>/
 
 
 def _display_name(text: str, upload_folders: re.Pattern[str]) -> str:
@@ -88,14 +90,15 @@ def ingest_files(
 ) -> Iterator[tuple[Any, ...]]:
     """Ingest the uploaded files into ``collection``, streaming one log line per input.
 
-    Yields (log, collection choices, documents table, Ask collection choices); the last three only at the end.
+    Yields (log, collection choices, documents table, Ask collection choices, the upload box); the views only at the
+    end, when the upload box is emptied (its files are in the library now: the next batch starts empty).
     """
     if not files:
-        yield fail(UserError("choose one or more files to upload first")), *UNCHANGED
+        yield fail(UserError("choose one or more files to upload first")), *UNCHANGED, gr.skip()
         return
     upload_folders = _upload_folders(services)
     lines = [f"ingesting {len(files)} uploaded file(s) into '{collection}' ..."]
-    yield "\n".join(lines), *UNCHANGED
+    yield "\n".join(lines), *UNCHANGED, gr.skip()
     progress(0, desc="reading the uploaded files")
     started = time.perf_counter()
     events: list[IngestEvent] = []
@@ -105,7 +108,7 @@ def ingest_files(
             events.append(event)
             lines.append(_event_line(event, upload_folders))
             progress((event.index, event.total), desc=_display_name(event.source, upload_folders), unit="files")
-            yield "\n".join(lines), *UNCHANGED
+            yield "\n".join(lines), *UNCHANGED, gr.skip()
     except UserError as error:
         lines.append(fail(error))
     else:
@@ -116,7 +119,7 @@ def ingest_files(
             f"in {summary.seconds:.1f} s ({summary.pages_per_s:.1f} pages/s, "
             f"{summary.tokens_per_s:,.0f} tokens/s)"
         )
-    yield "\n".join(lines), *refresh(services, collection, asked, request)
+    yield "\n".join(lines), *refresh(services, collection, asked, request), None
 
 
 def delete_document(

@@ -100,9 +100,12 @@ def summarize_tab(services: Services) -> SummarizeTab:
     choices = [(label, name) for name, label in services.summaries.summarizers().items()]
     with gr.Tab("Summarize", id="summarize") as tab:
         with gr.Row():
-            collection = gr.Dropdown(label="Collection", elem_id="summary-collection")
+            # API clients may name any collection and documents (the choices fill when the tab opens): the
+            # summaries service checks them
+            collection = gr.Dropdown(label="Collection", allow_custom_value=True, elem_id="summary-collection")
             documents = gr.Dropdown(
                 multiselect=True,
+                allow_custom_value=True,
                 label="Documents",
                 info="one, several, or none for the whole collection",
                 elem_id="summary-documents",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.cli import is_loopback, main
+from app.services import Services
 from storage.library import Library
 
 
@@ -152,3 +153,27 @@ def test_session_commands(home: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert run_json(capsys, "--home", str(home), "session", "delete", str(created["id"])) == {"deleted": created["id"]}
     code, _, err = run(capsys, "--home", str(home), "session", "show", str(created["id"]))
     assert code == 1 and "no session with id" in err
+
+
+def test_serving_beyond_this_machine_needs_a_login(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--home", str(home), "serve", "--host", "0.0.0.0", "--no-sample")
+    assert code == 1 and "--host 0.0.0.0 opens the app to other machines: add --auth" in err
+    assert err.count("\n") == 1 and "--insecure-no-auth" in err
+    assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1") and is_loopback("127.1.2.3")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.com")
+
+
+def test_share_makes_a_collection_readable_by_every_user(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.txt").write_text("The zebra runs fast.")
+    assert main(["--home", str(home), "ingest", str(tmp_path / "a.txt"), "--collection", "zoo"]) == 0
+    capsys.readouterr()
+    assert Services(home).library.collection_names("alice") == []
+    assert run_json(capsys, "--home", str(home), "share", "--collection", "zoo") == {
+        "collection": "zoo",
+        "shared": True,
+    }
+    assert Services(home).library.collection_names("alice") == ["zoo"]
+    assert main(["--home", str(home), "share", "--collection", "zoo", "--off"]) == 0
+    assert Services(home).library.collection_names("alice") == []

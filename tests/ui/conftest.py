@@ -104,11 +104,18 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def auth_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The app with a login for the users and passwords of ``USERS``."""
+def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The app with a login for the users and passwords of ``USERS``: its URL and its folder (``library/`` and the
+    web server's temporary ``uploads/``)."""
     logins = ",".join(f"{user}:{password}" for user, password in USERS.items())
-    with _serve(tmp_path_factory.mktemp("serve-auth"), "--auth", logins) as url:
-        yield url
+    folder = tmp_path_factory.mktemp("serve-auth")
+    with _serve(folder, "--auth", logins) as url:
+        yield url, folder
+
+
+@pytest.fixture(scope="session")
+def auth_server_url(auth_server: tuple[str, Path]) -> str:
+    return auth_server[0]
 
 
 @pytest.fixture(scope="session")
