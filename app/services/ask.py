@@ -225,10 +225,12 @@ class AskService:
         ``GenerationFailed`` carries the extractive answer, which is stored all the same."""
         started = time.perf_counter()
         reader = reader or self.default_reader()
-        if not question.strip():
+        if not isinstance(question, str) or not question.strip():
             raise UserError("the question is empty")
         if not collections:
             raise UserError("choose at least one collection to ask over")
+        if not isinstance(collections, list) or not all(isinstance(c, str) and c for c in collections):
+            raise UserError(f"collections must be a list of collection names, got {collections!r}")
         if top_k < 1 or top_k > 100:
             raise UserError(f"top-k must be between 1 and 100, got {top_k}")
         if reader not in self.readers:

@@ -28,7 +28,7 @@ EXTRACTIVE_LABEL = "**Extractive answer** (quoted from the documents):"
 
 
 def ask(
-    services: Services, collections: list[str] | None, question: str, session_id: int, request: gr.Request
+    services: Services, collections: list[str] | str | None, question: str | None, session_id: int, request: gr.Request
 ) -> tuple[str, pd.DataFrame, str, Cited]:
     """Answer ``question`` over the chosen collections with the user's top-k, reader and generator (kept in session
     ``session_id`` unless it is ``NO_SESSION``): the answer (the generated prose first when a generator ran, or its
@@ -38,8 +38,8 @@ def ask(
     try:
         settings = services.settings.settings(user)
         answer = services.ask.ask(
-            collections or [],
-            question,
+            [collections] if isinstance(collections, str) else list(collections or []),  # API callers send either
+            question or "",
             settings["top_k"],
             settings["reader"],
             session_id or None,

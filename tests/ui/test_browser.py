@@ -221,6 +221,10 @@ def test_the_ask_api_keeps_its_two_parameters_and_three_results(server_url: str)
     client = Client(server_url, verbose=False)
     answer, citations, timing = client.predict(["no-such-collection"], "What is tidal power?", api_name="/ask")
     assert "no collection named" in answer and timing == "", (answer, citations, timing)
+    answer, *_ = client.predict("no-such-collection", "What is tidal power?", api_name="/ask")  # a string, one name
+    assert "no collection named 'no\\-such\\-collection'" in answer, answer
+    answer, *_ = client.predict(["no-such-collection"], None, api_name="/ask")
+    assert "the question is empty" in answer, answer
 
 
 def _login(browser: Browser, url: str, user: str, password: str) -> Page:
