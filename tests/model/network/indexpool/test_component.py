@@ -146,7 +146,8 @@ def test_adaptive_ratio_keeps_disagreeing_blocks_unpooled():
     ix = IndexPoolIndexer(_cfg(adaptive=True, adaptive_threshold=0.3), "indexpool")
     _, q, hw = _stream(400)
     ix.append(keys, q, hw)
-    assert ix.t1.n == 50 + 200 and ix.monitor().average_ratio == pytest.approx(400 / 250)
+    assert ix.t1.n == 50 + 200
+    assert_close(ix.monitor().average_ratio, 400 / 250, "float32")
     sel = ix.select(q[-1:], hw[-1:], 40)
     assert 40 <= sel.scored_tokens(0).numel() < 44
 
@@ -169,10 +170,11 @@ def test_monitor_reports_entropy_ratio_and_timings():
     ix.append(keys, q, hw)
     ix.select(q[-1:], hw[-1:], 64)
     rec = ix.monitor().as_dict()
-    assert rec["weight_entropy"] == pytest.approx(1.0) and rec["average_ratio"] == 4.0
+    assert rec["average_ratio"] == 4.0
+    assert_close(rec["weight_entropy"], 1.0, "float32")
     assert rec["tier1_bytes"] == 200 * D * 4 and rec["scoring_ms"] > 0 and rec["pooling_ms"] > 0
     peaked = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
-    assert weight_entropy(peaked, 4) == pytest.approx(0.0, abs=1e-6)
+    assert_close(weight_entropy(peaked, 4), 0.0, "float32")
 
 
 def test_tiered_gather_returns_full_resolution_keys_and_values(tmp_path):

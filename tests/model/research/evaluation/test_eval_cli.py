@@ -24,8 +24,12 @@ def _qmsum_qa(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     documents, questions = convert_qmsum(shared_data / "qmsum" / "val")
     write_jsonl(tmp_path / "docs.jsonl", documents[:1])
     write_jsonl(tmp_path / "q.jsonl", questions)
-    corpus = ["--corpus", str(tmp_path / "docs.jsonl"), "--questions", str(tmp_path / "q.jsonl")]
-    return _json(capsys, ["eval", "qa", *corpus, *options, "--json"])
+    return _json(capsys, _qa_args(tmp_path, *options, "--json"))
+
+
+def _qa_args(tmp_path: Path, *options: str) -> list[str]:
+    """``eval qa`` over ``tmp_path``'s docs.jsonl and q.jsonl."""
+    return ["eval", "qa", "--corpus", str(tmp_path / "docs.jsonl"), "--questions", str(tmp_path / "q.jsonl"), *options]
 
 
 def test_eval_qa_on_qmsum(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,21 +56,7 @@ def test_eval_qa_table_without_shared_data(tmp_path: Path, capsys: pytest.Captur
             },
         ],
     )
-    assert (
-        main(
-            [
-                "eval",
-                "qa",
-                "--corpus",
-                str(tmp_path / "docs.jsonl"),
-                "--questions",
-                str(tmp_path / "q.jsonl"),
-                "--systems",
-                "bm25",
-            ]
-        )
-        == 0
-    )
+    assert main(_qa_args(tmp_path, "--systems", "bm25")) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1 questions (1 with evidence) over 1 documents"
     assert out[2].split()[:5] == ["bm25", "1.0", "1.0", "1.0", "1.0"]
@@ -97,17 +87,7 @@ def test_eval_qa_document_at_1_counts_the_first_citation_s_document(
     )
     report = _json(
         capsys,
-        [
-            "eval",
-            "qa",
-            "--corpus",
-            str(tmp_path / "docs.jsonl"),
-            "--questions",
-            str(tmp_path / "q.jsonl"),
-            "--systems",
-            "bm25",
-            "--json",
-        ],
+        _qa_args(tmp_path, "--systems", "bm25", "--json"),
     )
     assert report["systems"]["bm25"]["document@1"] == 0.5  # the battery question's best passage is the decoy
     assert report["systems"]["bm25"]["recall@1"] == 0.5
