@@ -173,7 +173,7 @@ class Batch:
         limits = self.settings.limits or Limits()
         todo: list[InputItem] = []
         errors: list[IngestError] = []
-        for entry in expand_inputs([p.expanduser().resolve() for p in paths], limits):
+        for entry in expand_inputs(paths, limits):
             if entry.source not in done:
                 (errors if isinstance(entry, IngestError) else todo).append(entry)
         total, finished = len(todo) + len(errors), 0

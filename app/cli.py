@@ -177,10 +177,11 @@ def _print_answer(answer_json: dict[str, Any]) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    services = _services(args)
+    saved = services.settings.settings()  # the command-line user's settings (the app's without --auth)
+    top_k, reader = args.top_k or saved["top_k"], args.reader or saved["reader"]
     try:
-        answer = _services(args).ask.ask(
-            args.collection, args.question, args.top_k, args.reader, args.session, generator=args.generator
-        )
+        answer = services.ask.ask(args.collection, args.question, top_k, reader, args.session, generator=args.generator)
     except GenerationFailed as failure:  # the extractive answer stands: print it, then report the failure
         (_print_json if args.json else _print_answer)(failure.answer.to_json())
         raise
@@ -379,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--collection", required=True)
     ingest.add_argument("--password", help="password for encrypted PDFs")
     ingest.add_argument("--workers", type=positive_int, default=min(2, os.cpu_count() or 1))
-    ingest.add_argument("--timeout", type=positive_float, default=Limits.timeout_s, help="seconds per file")
+    ingest.add_argument("--timeout", type=positive_float, default=Limits.timeout_s, help="CPU seconds per file")
     ingest.add_argument("--max-file-mb", type=positive_float, default=Limits.max_file_bytes / 2**20)
     ingest.add_argument("--share", action="store_true", help="let every user of the app read the collection")
 
@@ -399,10 +400,15 @@ def build_parser() -> argparse.ArgumentParser:
     ask = command("ask", cmd_ask, "answer a question with citations")
     ask.add_argument("question")
     ask.add_argument("--collection", required=True, action="append", help="repeat to ask over several")
-    ask.add_argument("--top-k", type=positive_int, default=5, help="citations to return")
+    ask.add_argument(
+        "--top-k",
+        type=positive_int,
+        help="citations to return (default: the saved setting of the app without a login, 5)",
+    )
     ask.add_argument(
         "--reader",
-        help="answering method: indexpool (the trained model; the default when its checkpoint is installed) or bm25",
+        help="answering method: indexpool (the trained model) or bm25 (default: the saved setting, else the model "
+        "when its checkpoint is installed)",
     )
     ask.add_argument("--session", type=positive_int, help="record the question in this chat session")
     ask.add_argument(

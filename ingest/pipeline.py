@@ -28,6 +28,13 @@ from ingest.sources import InputItem, Limits, size_text
 from ingest.textfile import decode_text
 
 OUT_OF_MEMORY = "ran out of memory"
+WALL_FACTOR = 4  # a worker is killed after this many times the CPU-time cap in wall time (stuck, not computing)
+
+
+def cpu_timeout_reason(timeout_s: float) -> str:
+    return f"timed out after {timeout_s:g} s of CPU time (raise the cap with --timeout SECONDS)"
+
+
 _TITLE_CHARS = 200
 _PARAGRAPH_BREAK = "\n\n"
 _NOT_A_TITLE = re.compile(
@@ -294,7 +301,7 @@ class _Worker:
     def submit(self, item: InputItem, password: str | None) -> None:
         self.item = item
         self.started = time.monotonic()
-        self.deadline = self.started + self.timeout_s
+        self.deadline = self.started + WALL_FACTOR * self.timeout_s + 10
         self.requests.send((item, password))
 
     def collect(self) -> tuple[list[ParsedDocument | IngestError], bool]:
@@ -332,7 +339,8 @@ def parse_items_isolated(
 ) -> Iterator[tuple[InputItem, list[ParsedDocument | IngestError], float]]:
     """Parse items in worker processes, at most ``workers`` at once, yielding results as they complete.
 
-    Each item gets ``limits.timeout_s`` seconds (then its worker is killed) and its worker an address space of
+    Each item gets ``limits.timeout_s`` seconds of CPU time (a stuck worker is killed after ``WALL_FACTOR`` times
+    that in wall time) and its worker an address space of
     ``limits.memory_bytes``; timeouts, memory exhaustion and crashes come back as IngestErrors, never as
     exceptions. Yields ``(item, results, seconds)``.
     """
@@ -366,7 +374,9 @@ def parse_items_isolated(
                 if worker.results in ready:
                     results, healthy = worker.collect()
                 elif now >= worker.deadline:
-                    results, healthy = [IngestError(item.source, f"timed out after {limits.timeout_s:g} s")], False
+                    wall = WALL_FACTOR * limits.timeout_s + 10
+                    reason = f"timed out: no result after {wall:g} s (raise the cap with --timeout SECONDS)"
+                    results, healthy = [IngestError(item.source, reason)], False
                 else:
                     continue
                 seconds = time.monotonic() - worker.started

@@ -37,7 +37,7 @@ class Limits:
     max_archive_members: int = 10_000
     max_archive_total_bytes: int = 2**30
     max_compression_ratio: float = 100.0
-    timeout_s: float = 60.0  # per file, wall clock
+    timeout_s: float = 60.0  # per file, CPU time of its parsing worker
     memory_bytes: int = 4 * 2**30  # address-space cap of a parsing worker
 
 
@@ -52,9 +52,14 @@ class InputItem:
 
 
 def expand_inputs(paths: Iterable[Path], limits: Limits) -> Iterator[InputItem | IngestError]:
-    """Yield an item (or an error) for every file under ``paths``: folders recursively, zip archives unpacked."""
-    for path in paths:
-        path = Path(path)
+    """Yield an item (or an error) for every file under ``paths`` (made absolute, ``~`` expanded): folders
+    recursively, zip archives unpacked. A symbolic link that loops or leads nowhere is an error naming it."""
+    for given in paths:
+        try:
+            path = Path(given).expanduser().resolve()
+        except (OSError, RuntimeError) as error:  # RuntimeError: a symbolic link loop
+            yield IngestError(str(given), f"cannot follow the path: {getattr(error, 'strerror', None) or error}")
+            continue
         if path.is_dir():
             yield from _walk(path, limits)
         elif path.is_file():
@@ -78,6 +83,8 @@ def _walk(folder: Path, limits: Limits) -> Iterator[InputItem | IngestError]:
             yield from _walk(entry, limits)
         elif entry.is_file():
             yield from _file(entry, limits)
+        elif entry.is_symlink() and not entry.exists():
+            yield IngestError(str(entry), "a symbolic link that loops or leads nowhere")
 
 
 def _file(path: Path, limits: Limits) -> Iterator[InputItem | IngestError]:

@@ -2,8 +2,10 @@
 
 ``python -m ingest.worker IN_FD OUT_FD MEMORY_BYTES TIMEOUT_S`` caps its address space, then answers each
 ``(item, password)`` request read from IN_FD with the pickled results of ``parse_item`` on OUT_FD until IN_FD
-closes. Errors travel as ``(source, reason)`` tuples. The parent kills a worker that runs past the time cap; an
-alarm a little later ends the worker by itself should the parent be gone.
+closes. Errors travel as ``(source, reason)`` tuples. The time cap counts the CPU time the item takes (a profiling
+timer), so a busy machine does not fail a file that would parse in time on an idle one; the parent kills a worker
+that takes much longer in wall time (stuck, not computing), and an alarm later still ends the worker by itself should
+the parent be gone.
 """
 
 from __future__ import annotations
@@ -24,13 +26,24 @@ def _cap_memory(memory_bytes: int) -> None:
         pass
 
 
+class CpuTimeUp(BaseException):  # not an Exception: parse_item's catch-all must let it through
+    """The item used up its CPU time."""
+
+
+def _time_up(_signum: int, _frame: object) -> None:
+    raise CpuTimeUp
+
+
 def main(argv: list[str]) -> None:
     in_fd, out_fd, memory_bytes = (int(arg) for arg in argv[:3])
-    alarm_s = math.ceil(float(argv[3])) + 30
+    timeout_s = float(argv[3])
     _cap_memory(memory_bytes)  # before the heavy imports, so that they count too
     from ingest.document import IngestError
-    from ingest.pipeline import OUT_OF_MEMORY, parse_item
+    from ingest.pipeline import OUT_OF_MEMORY, WALL_FACTOR, cpu_timeout_reason, parse_item
 
+    alarm_s = math.ceil(WALL_FACTOR * timeout_s) + 60
+
+    signal.signal(signal.SIGPROF, _time_up)
     requests = Connection(in_fd, writable=False)
     results = Connection(out_fd, readable=False)
     while True:
@@ -39,10 +52,15 @@ def main(argv: list[str]) -> None:
         except EOFError:
             return
         signal.alarm(alarm_s)
+        signal.setitimer(signal.ITIMER_PROF, timeout_s)  # CPU time of this process, user and system
         try:
             parsed = parse_item(item, password)
+            signal.setitimer(signal.ITIMER_PROF, 0)
             results.send([(r.source, r.reason) if isinstance(r, IngestError) else r for r in parsed])
+        except CpuTimeUp:
+            results.send([(item.source, cpu_timeout_reason(timeout_s))])
         except MemoryError:  # the results themselves did not fit
+            signal.setitimer(signal.ITIMER_PROF, 0)
             results.send([(item.source, OUT_OF_MEMORY)])
         signal.alarm(0)
 

@@ -134,7 +134,17 @@ class IndexPoolReader:
 
     def answer(self, collections: list[str], question: str, top_k: int, user: str = "") -> Answer:
         timings: dict[str, float] = {}
-        started = time.perf_counter()  # "load": importing and loading the model (once per process), the documents
+        started = time.perf_counter()  # "load": the documents, then the model (imported and loaded once per process)
+        sources: dict[int, tuple[str, str]] = {}  # document id → (source, title)
+        entries: list[tuple[str, int, str]] = []
+        with storage_errors():  # an unknown collection is reported before the model loads
+            for collection in collections:
+                for document in self.library.documents(collection, user):
+                    if document.status == "ingested" and document.id not in sources:
+                        sources[document.id] = (document.source, document.title)
+                        entries.append((collection, document.id, document.content_hash))
+        if not entries:
+            return Answer(NO_ANSWER, [], self.name, {"load": _ms(started)})
         from model.inference.qa import Question, answer  # torch: only when the model reads (the CLI starts fast)
         from model.network.checkpoint import CheckpointMissing, load_model
 
@@ -142,17 +152,7 @@ class IndexPoolReader:
             model = load_model()
         except CheckpointMissing as error:
             raise UserError(f"{error}; use --reader bm25") from error
-        sources: dict[int, tuple[str, str]] = {}  # document id → (source, title)
-        entries: list[tuple[str, int, str]] = []
-        with storage_errors():
-            for collection in collections:
-                for document in self.library.documents(collection, user):
-                    if document.status == "ingested" and document.id not in sources:
-                        sources[document.id] = (document.source, document.title)
-                        entries.append((collection, document.id, document.content_hash))
         timings["load"] = _ms(started)
-        if not entries:
-            return Answer(NO_ANSWER, [], self.name, timings)
         indexing = time.perf_counter()
         key = fingerprint(entries, model.weights_id)
         index = self.indexes.cached(key) or self.indexes.get(model, key, [i for _, i, _ in sorted(entries)])

@@ -110,7 +110,7 @@ class IngestService:
         limits = limits or Limits()
         with storage_errors():
             self.library.ensure_collection(collection, user)
-        inputs = list(expand_inputs([Path(p).expanduser().resolve() for p in paths], limits))
+        inputs = list(expand_inputs(paths, limits))
         total = len(inputs)
         index = 0
         to_parse: list[InputItem] = []

@@ -31,35 +31,42 @@ def _no_data(axes: Any, message: str) -> None:
 
 
 def stage_plot(records: list[dict[str, Any]]) -> Figure:
-    """Each request's per-stage latency over time, one line per kind and stage."""
+    """Each request's per-stage latency over time: points (requests are unrelated: no lines join them), one colour
+    per kind and stage, on a log axis (sub-second stages and minute-long builds side by side)."""
     figure, axes = _figure("Latency per stage")
     series: dict[str, tuple[list[Any], list[float]]] = {}
     for record in records:
         for stage, ms in record["data"].get("timings_ms", {}).items():
             times, values = series.setdefault(f"{record['kind']}: {stage}", ([], []))
             times.append(record["created_at"])
-            values.append(ms)
+            values.append(max(float(ms), 0.01))  # a log axis has no 0
     if not series:
         _no_data(axes, "no requests yet")
         return figure
     for name, (times, values) in sorted(series.items()):
-        axes.plot(times, values, marker="o", markersize=3, label=name)
-    axes.set_ylabel("ms")
+        axes.scatter(times, values, s=12, label=name)
+    axes.set_yscale("log")
+    axes.set_ylabel("ms (log scale)")
     axes.legend(fontsize=8)
     figure.autofmt_xdate()
     return figure
 
 
 def latency_histogram(records: list[dict[str, Any]]) -> Figure:
-    """The distribution of total latency, per kind of request."""
+    """The distribution of total latency, per kind of request, in log-spaced bins."""
     figure, axes = _figure("Total latency distribution")
     kinds = sorted({r["kind"] for r in records})
     if not kinds:
         _no_data(axes, "no requests yet")
         return figure
+    totals = [max(float(r["total_ms"]), 0.01) for r in records]
+    bins = np.geomspace(min(totals), max(totals) * 1.01 + 0.01, 21)
     for kind in kinds:
-        axes.hist([r["total_ms"] for r in records if r["kind"] == kind], bins=20, alpha=0.6, label=kind)
-    axes.set_xlabel("ms")
+        axes.hist(
+            [max(float(r["total_ms"]), 0.01) for r in records if r["kind"] == kind], bins=bins, alpha=0.6, label=kind
+        )
+    axes.set_xscale("log")
+    axes.set_xlabel("ms (log scale)")
     axes.set_ylabel("requests")
     axes.legend(fontsize=8)
     return figure
@@ -174,13 +181,13 @@ def dashboard_tab(services: Services) -> None:
     with gr.Tab("Dashboard", id="dashboard") as tab:
         refresh = gr.Button("Refresh", elem_id="dashboard-refresh")
         with gr.Row():
-            stages = gr.Plot(label="Latency per stage over time", elem_id="plot-stages")
-            histogram = gr.Plot(label="Total latency distribution", elem_id="plot-histogram")
+            stages = gr.Plot(label="Latency per stage over time", show_label=False, elem_id="plot-stages")
+            histogram = gr.Plot(label="Total latency distribution", show_label=False, elem_id="plot-histogram")
         with gr.Row():
-            counts = gr.Plot(label="Requests by kind", elem_id="plot-counts")
+            counts = gr.Plot(label="Requests by kind", show_label=False, elem_id="plot-counts")
             with gr.Column():
                 percentiles = gr.Markdown(elem_id="latency-percentiles")
-                memory = gr.Plot(label="Indexer cache memory per collection", elem_id="plot-memory")
+                memory = gr.Plot(label="Indexer cache memory per collection", show_label=False, elem_id="plot-memory")
         gr.Markdown(
             "**Indexer benchmark** (`indexpool bench`): latency, cache bytes and recall of each indexer "
             "method at one context length. The first run encodes the benchmark text (about a minute on a "
@@ -198,7 +205,7 @@ def dashboard_tab(services: Services) -> None:
             bench_button = gr.Button("Run the indexer benchmark", elem_id="bench-btn")
         bench_status = gr.Markdown(elem_id="bench-status")
         bench_table = gr.Dataframe(headers=BENCH_COLUMNS, label="Benchmark", interactive=False, elem_id="bench-table")
-        bench_chart = gr.Plot(label="Benchmark: latency and cache per method", elem_id="plot-bench")
+        bench_chart = gr.Plot(label="Benchmark: latency and cache per method", show_label=False, elem_id="plot-bench")
     views = [stages, histogram, counts, percentiles, memory]
     gr.on([tab.select, refresh.click], bind(dashboard, services), None, views, **PRIVATE)
     bench_button.click(

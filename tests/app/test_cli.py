@@ -177,3 +177,41 @@ def test_share_makes_a_collection_readable_by_every_user(
     assert Services(home).library.collection_names("alice") == ["zoo"]
     assert main(["--home", str(home), "share", "--collection", "zoo", "--off"]) == 0
     assert Services(home).library.collection_names("alice") == []
+
+
+def test_a_symlink_loop_argument_fails_alone(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "self").symlink_to(tmp_path / "self")
+    (tmp_path / "good.txt").write_text("The zebra runs fast.")
+    for argv in (
+        ["ingest", str(tmp_path / "self"), str(tmp_path / "good.txt"), "--collection", "c"],
+        ["summarize", str(tmp_path / "self"), str(tmp_path / "good.txt"), "--out", str(tmp_path / "s.jsonl"),
+         "--summarizer", "lead"],
+    ):  # fmt: skip
+        code, out, err = run(capsys, "--home", str(home), *argv)
+        assert code == 1 and "Traceback" not in err and "1 of 2 inputs could not be" in err, err
+        assert "self: " in out + err and "good.txt" in out + err
+    assert {(d.title, d.status) for d in Library(home).documents("c")} == {
+        ("The zebra runs fast.", "ingested"),
+        ("self", "error"),
+    }
+
+
+def test_ask_checks_the_collection_before_loading_the_model_and_uses_saved_settings(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+    import sys
+
+    argv = ["--home", str(home), "ask", "anything", "--collection", "nope", "--reader", "indexpool"]
+    code = f"import sys; from app.cli import main; status = main({argv!r}); print(status, 'torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.split() == ["1", "False"] and "no collection named 'nope'" in result.stderr
+
+    (tmp_path / "a.txt").write_text("The zebra runs fast. The lion sleeps. The owl hoots. The cat purrs.")
+    assert main(["--home", str(home), "ingest", str(tmp_path / "a.txt"), "--collection", "zoo"]) == 0
+    capsys.readouterr()
+    Services(home).settings.save({"top_k": 2, "reader": "bm25"})  # the app's settings without a login
+    answer = run_json(capsys, "--home", str(home), "ask", "Which animal hoots or purrs?", "--collection", "zoo")
+    assert answer["reader"] == "bm25" and len(answer["citations"]) == 2
+    answer = run_json(capsys, "--home", str(home), "ask", "Which animal hoots?", "--collection", "zoo", "--top-k", "1")
+    assert len(answer["citations"]) == 1

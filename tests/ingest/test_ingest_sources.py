@@ -141,3 +141,19 @@ def test_encrypted_member_and_corrupt_archive(tmp_path: Path) -> None:
     broken.write_bytes(b"PK\x03\x04 this is not really a zip file at all")
     items, errors = _expand(broken)
     assert items == [] and errors[str(broken)].startswith("corrupt zip archive")
+
+
+def test_a_symlink_loop_is_a_named_error_and_the_rest_goes_on(tmp_path: Path) -> None:
+    loop = tmp_path / "self"
+    loop.symlink_to(loop)
+    good = tmp_path / "good.txt"
+    good.write_text("Some text.")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "again").symlink_to(folder / "again")
+    (folder / "kept.txt").write_text("More text.")
+    results = list(expand_inputs([loop, good, folder], Limits()))
+    errors = {r.source: r.reason for r in results if isinstance(r, IngestError)}
+    assert errors[str(loop)].startswith("cannot follow the path") and "loop" in errors[str(loop)].lower()
+    assert errors[str(folder / "again")] == "a symbolic link that loops or leads nowhere"
+    assert sorted(Path(r.source).name for r in results if not isinstance(r, IngestError)) == ["good.txt", "kept.txt"]

@@ -1,0 +1,30 @@
+"""The dashboard's plots: requests as points on log axes (sub-second asks stay visible beside minute-long builds)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from app.ui.dashboard import latency_histogram, stage_plot
+
+
+def _records() -> list[dict]:
+    start = datetime(2026, 12, 3, 12)
+    times = [0.4, 90_000.0, 12.0, 0.0]  # a fast BM25 ask, an index build, a model ask, a stage of 0 ms
+    return [
+        {
+            "kind": "ask",
+            "created_at": start + timedelta(minutes=i),
+            "total_ms": ms,
+            "data": {"timings_ms": {"total": ms}},
+        }
+        for i, ms in enumerate(times)
+    ]
+
+
+def test_latency_plots_use_log_axes_and_points() -> None:
+    (axes,) = stage_plot(_records()).axes
+    assert axes.get_yscale() == "log" and not axes.get_lines()  # no line joins unrelated requests
+    (points,) = axes.collections
+    assert len(points.get_offsets()) == 4
+    (histogram,) = latency_histogram(_records()).axes
+    assert histogram.get_xscale() == "log"
