@@ -14,7 +14,15 @@ from app.services.sample import build_sample
 from app.ui.ask import ask_tab
 from app.ui.common import bind
 from app.ui.dashboard import dashboard_tab
-from app.ui.library import delete_document, documents_table, ingest_files, library_tab, refresh
+from app.ui.library import (
+    ask_to_delete,
+    cancel_delete,
+    delete_document,
+    documents_table,
+    ingest_files,
+    library_tab,
+    refresh,
+)
 from app.ui.settings import settings_tab
 from app.ui.summarize import summarize_tab
 
@@ -42,13 +50,22 @@ def build_app(services: Services) -> gr.Blocks:
             [library.upload, library.collection, library.password, ask.collections],
             [library.log, *views, library.upload],
             api_name="ingest",
+            show_progress_on=[library.log],  # one progress display, on the log
         )
+        # Delete asks first; the API's /delete (what "Yes, delete it" runs) removes at once
         library.delete.click(
+            bind(ask_to_delete, services),
+            [library.collection, library.reference],
+            [library.status, library.confirm_row],
+            api_visibility="private",
+        )
+        library.cancel.click(cancel_delete, None, [library.status, library.confirm_row], api_visibility="private")
+        library.confirm.click(
             bind(delete_document, services),
             [library.collection, library.reference, ask.collections],
             [library.status, *views],
             api_name="delete",
-        )
+        ).then(lambda: gr.update(visible=False), None, library.confirm_row, api_visibility="private")
     return app
 
 

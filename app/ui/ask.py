@@ -147,6 +147,19 @@ def show_sessions(
     return gr.update(choices=choices, value=chosen), chosen, _history(services, chosen, user)
 
 
+def reopen_last_session(services: Services, request: gr.Request) -> tuple[Any, int, list[dict[str, str]], Any]:
+    """When the page opens: the user's most recently used session, its history, and the collections of its last
+    question (those the user can still read) chosen again."""
+    user = user_of(request)
+    sessions = services.sessions.list(user)
+    chosen = sessions[0].id if sessions else NO_SESSION
+    names = services.library.collection_names(user)
+    turns = services.sessions.history(chosen, user) if chosen else []
+    asked = [name for name in (turns[-1]["collections"] if turns else []) if name in names]
+    session, chosen, history = show_sessions(services, chosen, request)
+    return session, chosen, history, gr.update(choices=names, value=asked)
+
+
 def new_session(services: Services, name: str, request: gr.Request) -> tuple[Any, int, list[dict[str, str]], str]:
     """Start a session called ``name`` and choose it."""
     try:
@@ -273,7 +286,7 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             export_file = gr.HTML(elem_id="export-file")
         session_status = gr.Markdown(elem_id="session-status")
     session_views = [session, session_id, history]
-    app.load(bind(show_sessions, services), session_id, session_views, **PRIVATE)
+    app.load(bind(reopen_last_session, services), None, [*session_views, collections], **PRIVATE)
     session.input(bind(show_sessions, services), session, session_views, **PRIVATE)
     new.click(bind(new_session, services), session_name, [*session_views, session_status], **PRIVATE)
     rename.click(

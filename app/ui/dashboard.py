@@ -11,7 +11,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from app.services import Services, UserError
-from app.services.metrics import BENCH_TOKENS
 from app.ui.common import PRIVATE, bind, fail, user_of
 
 BENCH_COLUMNS = ["method", "latency ms", "cache MiB", "recall@512", "recall@2048", "needle F1"]
@@ -196,8 +195,6 @@ def dashboard_tab(services: Services) -> None:
         with gr.Row(equal_height=True):
             bench_tokens = gr.Number(
                 value=32768,
-                minimum=BENCH_TOKENS[0],
-                maximum=BENCH_TOKENS[1],
                 precision=0,
                 label="Context length (tokens)",
                 elem_id="bench-tokens",

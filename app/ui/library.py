@@ -52,7 +52,7 @@ def refresh(
     return (
         gr.update(choices=library_choices),
         documents_table(services, collection, request),
-        gr.update(choices=names, value=ask_value),
+        gr.update(choices=names, value=ask_value) if asked else gr.update(choices=names),  # none chosen: keep it so
     )
 
 
@@ -122,6 +122,26 @@ def ingest_files(
     yield "\n".join(lines), *refresh(services, collection, asked, request), None
 
 
+def ask_to_delete(services: Services, collection: str, reference: str, request: gr.Request) -> tuple[Any, ...]:
+    """The first step of Delete: name what would go and show the confirmation buttons (nothing is removed yet)."""
+    reference = reference.strip()
+    if not reference:
+        return fail(UserError("type the id or title of the document to delete")), gr.update(visible=False)
+    try:
+        documents = services.library.documents(collection, user_of(request))
+    except UserError as error:
+        return fail(error), gr.update(visible=False)
+    matches = [d for d in documents if reference in (str(d.id), d.title, d.source, Path(d.source).name)]
+    if not matches:
+        return fail(UserError(f"no document '{reference}' in collection '{collection}'")), gr.update(visible=False)
+    names = ", ".join(f"{d.id} ({d.title})" for d in matches)
+    return f"Delete {names} from '{collection}'? This cannot be undone.", gr.update(visible=True)
+
+
+def cancel_delete() -> tuple[str, Any]:
+    return "nothing deleted", gr.update(visible=False)
+
+
 def delete_document(
     services: Services, collection: str, reference: str, asked: list[str] | None, request: gr.Request
 ) -> tuple[Any, ...]:
@@ -146,6 +166,9 @@ class LibraryTab:
     documents: gr.Dataframe
     reference: gr.Textbox
     delete: gr.Button
+    confirm_row: gr.Row
+    confirm: gr.Button
+    cancel: gr.Button
     status: gr.Markdown
 
 
@@ -182,4 +205,9 @@ def library_tab() -> LibraryTab:
             reference = gr.Textbox(label="Document to delete (id or title)", elem_id="delete-id", scale=3)
             delete = gr.Button("Delete", variant="stop", elem_id="delete-btn", scale=1)
         status = gr.Markdown(elem_id="library-status")
-    return LibraryTab(collection, password, upload, ingest, log, documents, reference, delete, status)
+        with gr.Row(visible=False, elem_id="delete-confirm-row") as confirm_row:
+            confirm = gr.Button("Yes, delete it", variant="stop", elem_id="delete-confirm", scale=0, min_width=160)
+            cancel = gr.Button("Cancel", elem_id="delete-cancel", scale=0, min_width=120)
+    return LibraryTab(
+        collection, password, upload, ingest, log, documents, reference, delete, confirm_row, confirm, cancel, status
+    )

@@ -69,11 +69,13 @@ def settings_tab(services: Services) -> None:
     generators = [(GENERATOR_OFF_LABEL if g == "off" else g, g) for g in services.ask.generator_choices()]
     with gr.Tab("Settings", id="settings") as tab:
         gr.Markdown(
-            "Top-k, the reader and the generator are used by Ask, the summarizer by Summarize and the pooling "
-            "ratio by the dashboard's memory plot; the IndexPool weights and INT8 are kept for the model."
+            "Top-k (1–100), the reader and the generator are used by Ask, the summarizer by Summarize and the pooling "
+            "ratio by the dashboard's memory plot; the IndexPool weights (α, β, γ between 0 and 1, adding up to 1) "
+            "and INT8 are kept for the model. Values are checked when saved; a rejected value is named and the form "
+            "keeps what you typed."
         )
         with gr.Row():
-            top_k = gr.Number(label="Top-k citations", precision=0, minimum=1, maximum=100, elem_id="top-k")
+            top_k = gr.Number(label="Top-k citations", precision=0, elem_id="top-k")
             reader = gr.Dropdown(services.ask.available_readers(), label="Reader", elem_id="reader")
             summarizer = gr.Dropdown(summarizers, label="Summarizer", elem_id="settings-summarizer")
             generator = gr.Dropdown(
@@ -84,9 +86,9 @@ def settings_tab(services: Services) -> None:
             )
         with gr.Row():
             preset = gr.Dropdown(PRESET_NAMES, label="IndexPool preset", elem_id="preset")
-            alpha = gr.Number(label="α (positional)", minimum=0, maximum=1, step=0.05, elem_id="alpha")
-            beta = gr.Number(label="β (content)", minimum=0, maximum=1, step=0.05, elem_id="beta")
-            gamma = gr.Number(label="γ (temporal)", minimum=0, maximum=1, step=0.05, elem_id="gamma")
+            alpha = gr.Number(label="α (positional)", step=0.05, elem_id="alpha")
+            beta = gr.Number(label="β (content)", step=0.05, elem_id="beta")
+            gamma = gr.Number(label="γ (temporal)", step=0.05, elem_id="gamma")
         with gr.Row():
             ratio = gr.Dropdown(list(POOL_RATIOS), label="Pooling ratio r (keys per entry)", elem_id="ratio")
             int8 = gr.Checkbox(label="INT8 pooled keys", elem_id="int8")

@@ -10,7 +10,7 @@ import gradio as gr
 import pandas as pd
 
 from app.services import Services, UserError
-from app.services.summaries import DEFAULT_BUDGET_WORDS, MAX_BUDGET_WORDS, ROUGE_NAMES, Summary
+from app.services.summaries import DEFAULT_BUDGET_WORDS, ROUGE_NAMES, Summary
 from app.ui.common import PRIVATE, bind, escape_markdown, fail, user_of
 
 SUMMARY_COLUMNS = ["#", "sentence", "document", "page"]
@@ -113,8 +113,6 @@ def summarize_tab(services: Services) -> SummarizeTab:
         with gr.Row():
             budget = gr.Number(
                 value=DEFAULT_BUDGET_WORDS,
-                minimum=1,
-                maximum=MAX_BUDGET_WORDS,
                 precision=0,
                 label="Word budget per document (whole sentences: the last may run over)",
                 elem_id="summary-budget",
@@ -138,6 +136,7 @@ def summarize_tab(services: Services) -> SummarizeTab:
         [collection, documents, budget, summarizer],
         [label, table, rouge],
         api_name="summarize",
+        show_progress_on=[table],  # one progress display
         concurrency_limit=1,  # one summary at a time: the machine's cores are shared
     )
     return SummarizeTab(tab, collection)

@@ -188,7 +188,13 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.get_by_role("tab", name="Library").click()
     document_id = _table_rows(page, "documents")[0][0]
     page.locator("#delete-id textarea").fill(document_id)
+    page.click("#delete-btn")  # asks first: nothing is removed yet
+    expect(page.locator("#library-status")).to_contain_text(f"Delete {document_id} ({paper.title}")
+    page.click("#delete-cancel")
+    expect(page.locator("#library-status")).to_contain_text("nothing deleted")
+    expect(documents).to_contain_text(paper.title)
     page.click("#delete-btn")
+    page.click("#delete-confirm")
     expect(page.locator("#library-status")).to_contain_text(f"removed {document_id}")
     expect(documents).not_to_contain_text(paper.title)
 
