@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pypdfium2 as pdfium
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from app.services.errors import UserError, storage_errors
 from storage.library import CollectionInfo, Library
@@ -122,8 +122,11 @@ class LibraryService:
             last < high,
         )
 
-    def render_page(self, document_id: int, page: int, scale: float = 1.5, user: str = "") -> Image.Image:
-        """Page ``page`` (1-based) of the document's PDF, from its stored or uploaded file, as an image."""
+    def render_page(
+        self, document_id: int, page: int, scale: float = 1.5, user: str = "", highlight: str = ""
+    ) -> Image.Image:
+        """Page ``page`` (1-based) of the document's PDF, from its stored or uploaded file, as an image; the text
+        ``highlight`` (a cited sentence) is boxed on it where the page's own text layer holds it."""
         document = self.document(document_id, user)
         if document.kind != "pdf":
             raise UserError(f"'{document.title}' is not a PDF: it has no pages to show")
@@ -140,9 +143,36 @@ class LibraryService:
         except pdfium.PdfiumError as error:
             raise UserError(f"cannot open the PDF of '{document.title}': {error}") from error
         try:
-            return pdf[page - 1].render(scale=scale).to_pil()
+            pdf_page = pdf[page - 1]
+            image = pdf_page.render(scale=scale).to_pil().convert("RGB")
+            if highlight:
+                height = pdf_page.get_height()
+                draw = ImageDraw.Draw(image, "RGBA")
+                for left, bottom, right, top in quote_rects(pdf_page.get_textpage(), highlight):
+                    box = (left * scale, (height - top) * scale, right * scale, (height - bottom) * scale)
+                    draw.rectangle(box, fill=(255, 220, 0, 90), outline=(220, 150, 0, 255), width=2)
+            return image
         finally:
             pdf.close()
+
+
+def quote_rects(textpage: pdfium.PdfTextPage, quote: str) -> list[tuple[float, float, float, float]]:
+    """The rectangles (left, bottom, right, top, in PDF points) of ``quote`` in a page's text layer. The library's
+    text and the page's may differ in line breaks and spacing, so both are compared without white space; when the
+    whole quote is not found, its longest found beginning (at least 20 characters) is boxed."""
+    text = textpage.get_text_range()
+    kept = [(i, ch) for i, ch in enumerate(text.lower()) if not ch.isspace()]
+    page = "".join(ch for _, ch in kept)
+    wanted = "".join(quote.lower().split())
+    for length in (len(wanted), 160, 80, 40, 20):
+        if length > len(wanted) or length < min(20, len(wanted)):
+            continue
+        at = page.find(wanted[:length])
+        if at >= 0:
+            first, last = kept[at][0], kept[at + length - 1][0]
+            count = textpage.count_rects(first, last - first + 1)
+            return [textpage.get_rect(k) for k in range(count)]
+    return []
 
 
 def source_bytes(document: Document) -> bytes:

@@ -81,7 +81,8 @@ def evidence_html(evidence: Evidence) -> str:
 
 
 def show_citation(services: Services, cited: Cited, selected: gr.SelectData, request: gr.Request) -> tuple[Any, str]:
-    """The page image (PDFs) and the evidence text of the citation in the selected row of the citations table."""
+    """The page image (PDFs, the cited sentence boxed on it) and the evidence text of the citation in the selected
+    row of the citations table."""
     rank = int(selected.row_value[0]) if selected.row_value else selected.index[0] + 1
     if not 1 <= rank <= len(cited):
         return gr.update(value=None, visible=False), ""
@@ -95,7 +96,9 @@ def show_citation(services: Services, cited: Cited, selected: gr.SelectData, req
     if evidence.kind != "pdf" or citation["page"] is None:
         return gr.update(value=None, visible=False), evidence_html(evidence)
     try:
-        image = services.library.render_page(citation["doc"], citation["page"], user=user_of(request))
+        image = services.library.render_page(
+            citation["doc"], citation["page"], user=user_of(request), highlight=evidence.quote
+        )
     except UserError as error:
         return gr.update(value=None, visible=False), f"<p>{html.escape(fail(error))}</p>" + evidence_html(evidence)
     return gr.update(value=image, visible=True, label=f"{evidence.title}, page {citation['page']}"), evidence_html(

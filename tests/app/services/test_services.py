@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PIL import ImageChops
 from sqlalchemy import select
 from ui_support import text_pdf
 
@@ -51,6 +52,14 @@ def test_a_cited_pdf_page_renders_with_its_sentence_in_context(library: tuple[Se
     image = services.library.render_page(top.doc, 2)
     assert image.width > 500 and image.height > 600
     assert image.convert("L").getextrema()[0] < 100, "the rendered page has no dark (text) pixels"
+    highlighted = services.library.render_page(top.doc, 2, highlight=top.text)
+    changed = ImageChops.difference(image.convert("RGB"), highlighted).getbbox()  # the cited sentence's box
+    assert changed is not None, "nothing is drawn on the page"
+    left, upper, right, lower = changed
+    assert right - left > 100 and 5 < lower - upper < image.height / 3  # a line or two, not the whole page
+    box = list(highlighted.crop(changed).get_flattened_data())
+    yellow = sum(r > 200 and g > 150 and b < 180 for r, g, b in box)
+    assert yellow > 0.3 * len(box), "the box is yellow (its text stays readable under it)"
     with pytest.raises(UserError, match="has pages 1-2, not 3"):
         services.library.render_page(top.doc, 3)
 
