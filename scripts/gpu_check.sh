@@ -20,7 +20,7 @@ echo "== kernel tests on CUDA"
 
 echo "== 1M-token benchmark with the indexer caches on CUDA (Triton kernels)"
 "$PY" -m model.bench.indexer --tokens 32000,128000,1000000 --threads 0 --device cuda --json \
-  ${INDEXPOOL_DATA:+--data "$INDEXPOOL_DATA"} \
+  --data "${INDEXPOOL_DATA:-../shared/data}" \
   > "$OUT/bench_1m.json" 2> "$OUT/bench_1m.log" || status=1
 tail -3 "$OUT/bench_1m.log"
 echo "outputs in $OUT (status $status)"

@@ -169,7 +169,8 @@ def run_bench(services: Services, tokens: float | None, request: gr.Request) -> 
     )
     setting = result["setting"]
     status = (
-        f"{result['tokens']:,} tokens on {setting['device']} ({setting['cpu']}), {setting['queries']} queries, "
+        f"{result['tokens']:,} tokens of {setting['corpus']} on {setting['device']} ({setting['cpu']}), "
+        f"{setting['queries']} queries, "
         f"median of {setting['steps']} timed steps"
     )
     return table, bench_plot(methods, result["tokens"]), status
@@ -189,8 +190,8 @@ def dashboard_tab(services: Services) -> None:
                 memory = gr.Plot(label="Indexer cache memory per collection", show_label=False, elem_id="plot-memory")
         gr.Markdown(
             "**Indexer benchmark** (`indexpool bench`): latency, cache bytes and recall of each indexer "
-            "method at one context length. The first run encodes the benchmark text (about a minute on a "
-            "CPU); later runs take seconds."
+            "method at one context length, over the Python standard library's documentation. The first run "
+            "writes and encodes that text (about a minute on a CPU); later runs take seconds."
         )
         with gr.Row(equal_height=True):
             bench_tokens = gr.Number(

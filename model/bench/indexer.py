@@ -63,11 +63,11 @@ from torch import nn
 
 from kernels.indexer_topk import indexer_scores_reference
 from model.bench.keys import (
-    DEFAULT_DATA,
     SHARD_WINDOWS,
     WINDOW,
     MiniLMEncoder,
     ModelIndexerKeys,
+    corpus_name,
     corpus_token_ids,
     token_states,
 )
@@ -155,7 +155,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="diagnostic: average each indexer key with its W-1 predecessors (causal); 1 = plain token keys",
     )
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the indexer caches live")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="shared data folder")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="read the shared data's Gutenberg books + QMSum meetings from this folder (e.g. ../shared/data); "
+        "default: the Python standard library's documentation every install has",
+    )
     parser.add_argument(
         "--needle-query",
         choices=["last", "mean"],
@@ -627,7 +633,7 @@ class BenchOptions:
     seed: int = 0
     key_window: int = 1
     device: str = "cpu"
-    data: Path = DEFAULT_DATA
+    data: Path | None = None  # None: the Python stdlib docs (model.bench.keys.corpus_name)
     needle_query: str = "mean"
 
 
@@ -645,11 +651,12 @@ def run_benchmark(args: BenchOptions) -> list[dict]:
     except (FileNotFoundError, ValueError) as e:
         if isinstance(e, SetupError):
             raise
-        raise SetupError(f"{e} (pass --data with the shared data folder)") from e
+        raise SetupError(str(e)) from e
     cfg = source.cfg
     bandwidth = measure_bandwidth(torch.device(args.device))
     setting = {
         **source.setting,
+        "corpus": corpus_name(args.data),
         "dtype": "float32 keys (int8 for *_int8)",
         "threads": torch.get_num_threads(),
         "queries": args.queries,

@@ -1,7 +1,8 @@
 """Real-text indexer keys for the IndexPool benchmark.
 
 The benchmark needs indexer keys and queries whose neighbourhoods look like text. Two sources, over the shared
-Gutenberg books and QMSum transcripts (the same documents in the same order, ``corpus_documents``):
+Gutenberg books and QMSum transcripts, or, on an install without the shared data, the Python standard library's
+documentation (the same documents in the same order, ``corpus_documents``):
 
 * ``ModelIndexerKeys``: the shipped IndexPool model (``model/assets/indexpool.pt``). The text, in the model's
   sentencepiece tokens, streams through the model's chunked prefill. The keys are the ones one hybrid layer's
@@ -32,6 +33,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ingest.stdlib_docs import write_stdlib_corpus
 from model.network.indexpool.config import IndexPoolConfig
 from model.network.paths import indexpool_checkpoint
 
@@ -39,7 +41,6 @@ WINDOW = 254  # content word pieces per encoder window; +[CLS]+[SEP] = 256, Mini
 SHARD_WINDOWS = 256  # windows per cached shard (65,024 tokens)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 CACHE_DIR = Path(os.environ.get("INDEXPOOL_BENCH_CACHE", Path.home() / ".cache" / "indexpool" / "bench"))
-DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def _model_dir() -> str:
@@ -55,14 +56,32 @@ def load_tokenizer():
     return AutoTokenizer.from_pretrained(_model_dir())
 
 
-def corpus_documents(data_dir: Path) -> list[str]:
-    """Gutenberg books and QMSum meeting transcripts, in a fixed seeded interleaved order."""
+def corpus_name(data_dir: Path | None) -> str:
+    """Which text the benchmark reads: by default (``None``) the text every install has, the Python standard
+    library's documentation (the embedded sample); the shared data's books and meetings when ``data_dir`` holds
+    them."""
+    if data_dir is None:
+        return "Python stdlib docs"
+    if not (data_dir / "gutenberg_nltk17" / "texts").is_dir() or not (data_dir / "qmsum").is_dir():
+        raise FileNotFoundError(f"expected Gutenberg texts and QMSum transcripts under {data_dir}")
+    return "Gutenberg books + QMSum meetings"
+
+
+def corpus_documents(data_dir: Path | None) -> list[str]:
+    """The benchmark's documents (:func:`corpus_name`), in a fixed seeded interleaved order."""
+    if corpus_name(data_dir) == "Python stdlib docs":
+        folder = CACHE_DIR / "stdlib"
+        marker = folder / ".complete"
+        if not marker.exists():  # written once (about 20 s), like the sample library
+            write_stdlib_corpus(folder)
+            marker.touch()
+        docs = [p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.txt"))]
+        random.Random(0).shuffle(docs)
+        return docs
     books = sorted((data_dir / "gutenberg_nltk17" / "texts").glob("*.txt"))
     meetings = sorted((data_dir / "qmsum" / "train").glob("*.json")) + sorted(
         (data_dir / "qmsum" / "val").glob("*.json")
     )
-    if not books or not meetings:
-        raise FileNotFoundError(f"expected Gutenberg texts and QMSum transcripts under {data_dir}")
     docs = [p.read_text(encoding="utf-8", errors="replace") for p in books]
     for p in meetings:
         turns = json.loads(p.read_text(encoding="utf-8"))["meeting_transcripts"]
@@ -72,7 +91,7 @@ def corpus_documents(data_dir: Path) -> list[str]:
 
 
 def corpus_token_ids(
-    n_tokens: int, data_dir: Path = DEFAULT_DATA, encode: Callable[[str], Sequence[int]] | None = None
+    n_tokens: int, data_dir: Path | None = None, encode: Callable[[str], Sequence[int]] | None = None
 ) -> torch.Tensor:
     """The first ``n_tokens`` ids of the concatenated corpus: WordPiece (MiniLM) ids, or ``encode``'s.
     # (n_tokens,) int64"""

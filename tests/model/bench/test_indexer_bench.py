@@ -2,10 +2,12 @@
 
 import argparse
 
+import pytest
 import torch
 from tolerance import assert_close
 
-from model.bench.indexer import Projection, add_arguments, oracle_recall, recall, run
+from model.bench.indexer import Projection, add_arguments, oracle_recall, recall
+from model.bench.keys import corpus_name
 from model.network.indexpool.indexer import Selection
 
 
@@ -35,10 +37,11 @@ def test_projection_keys_are_causal_and_window_one_is_plain():
     assert_close(w.sum(-1), torch.ones(3), "float32")
 
 
-def test_cli_contract_and_missing_data(tmp_path, capsys):
+def test_cli_contract(tmp_path):
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--tokens", "32000", "--json", "--threads", "0", "--data", str(tmp_path)])
+    args = parser.parse_args(["--tokens", "32000", "--json", "--threads", "0"])
     assert args.tokens == "32000" and args.json and args.heads == 8 and args.dim == 64
-    assert run(args) == 2
-    assert "expected Gutenberg texts" in capsys.readouterr().err
+    assert args.data is None and corpus_name(None) == "Python stdlib docs"  # by default, text every install has
+    with pytest.raises(FileNotFoundError, match="expected Gutenberg texts and QMSum transcripts"):
+        corpus_name(tmp_path)

@@ -84,10 +84,16 @@ def test_missing_checkpoint(tmp_path, capsys):
     missing = tmp_path / "none.pt"
     assert run(_args("--tokens", "4096", "--keys", "model", "--checkpoint", str(missing))) == 2
     assert "model keys" in capsys.readouterr().err
-    # the default falls back to MiniLM keys with a note (here it then stops at the missing data folder)
-    assert run(_args("--tokens", "4096", "--checkpoint", str(missing), "--data", str(tmp_path))) == 2
-    err = capsys.readouterr().err
-    assert "using MiniLM keys" in err and "expected Gutenberg texts" in err
+
+
+def test_the_bench_runs_on_the_stdlib_docs_by_default(tap, capsys):
+    """By default (a fresh install has no ../shared) the benchmark and the dashboard's button read the embedded
+    sample's text."""
+    args = _args("--tokens", "4096", "--queries", "4", "--steps", "2", "--json", "--keys", "model")
+    assert run(args) == 0
+    (res,) = json.loads(capsys.readouterr().out)
+    assert res["setting"]["corpus"] == "Python stdlib docs" and res["tokens"] == 4096
+    assert res["methods"]["uncompressed"]["recall@2048"] == 1.0
 
 
 def test_bench_end_to_end_with_model_keys(tap, shared_data, capsys):
