@@ -62,19 +62,22 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     summary = IngestSummary.of(events, time.perf_counter() - started)
     if args.share:
         services.library.share(args.collection, True)
+    if not args.json:
+        print(
+            f"{summary.files} inputs: {summary.ingested} ingested, {summary.unchanged} unchanged, "
+            f"{summary.errors} failed; {summary.pages} pages, {summary.tokens:,} tokens in {summary.seconds:.1f} s "
+            f"({summary.pages_per_s:.1f} pages/s, {summary.tokens_per_s:,.0f} tokens/s)",
+            flush=True,
+        )
+    index = None if args.no_index else index_collection(services, args.collection, quiet=args.json)
     if args.json:
         _print_json(
             {
                 "collection": args.collection,
                 "files": [e.to_json() for e in events],
                 "summary": summary.to_json(),
+                "index": index,
             }
-        )
-    else:
-        print(
-            f"{summary.files} inputs: {summary.ingested} ingested, {summary.unchanged} unchanged, "
-            f"{summary.errors} failed; {summary.pages} pages, {summary.tokens:,} tokens in {summary.seconds:.1f} s "
-            f"({summary.pages_per_s:.1f} pages/s, {summary.tokens_per_s:,.0f} tokens/s)"
         )
     if summary.errors:
         print(
@@ -83,6 +86,23 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def index_collection(services: Services, collection: str, quiet: bool = False) -> dict[str, Any] | None:
+    """Index the documents of ``collection`` not indexed yet for the IndexPool reader, printing progress unless
+    ``quiet``; what was done (None without the model checkpoint)."""
+    if "indexpool" not in services.ask.available_readers():
+        return None
+    documents = [d.id for d in services.library.documents(collection) if d.status == "ingested"]
+    step = max(1, len(documents) // 10)
+
+    def report(done: int, total: int, seconds: float) -> None:
+        if not quiet and (done == total or done % step == 0):
+            print(f"indexing for the IndexPool reader: {done}/{total} documents ({seconds:.1f} s)", flush=True)
+
+    started = time.perf_counter()
+    indexed = services.indexes.build(documents, report)
+    return {"documents": indexed, "seconds": round(time.perf_counter() - started, 2)}
 
 
 def cmd_share(args: argparse.Namespace) -> int:
@@ -230,6 +250,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     services = _services(args)
     report = build_sample(services, limit=args.limit, progress=None if args.json else print)
+    report["index"] = index_collection(services, report["collection"], quiet=args.json)
     if args.json:
         _print_json(report)
     return 0
@@ -242,9 +263,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     report = build_sample(services, progress=print)
     if services.ask.default_reader() == "indexpool":
         print(
-            "answering with the IndexPool model: the first question encodes the library once (minutes on a small "
-            "CPU); the index is saved, so later questions and `indexpool serve` reuse it"
+            "indexing the sample for the IndexPool model: each document is encoded once (minutes on a small CPU); "
+            "the index is saved, so questions here and in `indexpool serve` read it"
         )
+        index_collection(services, report["collection"])
     for question in SAMPLE_QUESTIONS:
         print(f"\n=== {question}")
         _print_answer(services.ask.ask([report["collection"]], question, top_k=3).to_json())
@@ -383,6 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--timeout", type=positive_float, default=Limits.timeout_s, help="CPU seconds per file")
     ingest.add_argument("--max-file-mb", type=positive_float, default=Limits.max_file_bytes / 2**20)
     ingest.add_argument("--share", action="store_true", help="let every user of the app read the collection")
+    ingest.add_argument(
+        "--no-index", action="store_true", help="leave the IndexPool index to the first question (or `serve`)"
+    )
 
     share = command("share", cmd_share, "let every user of the app read a collection (or stop it with --off)")
     share.add_argument("--collection", required=True)

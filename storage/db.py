@@ -76,16 +76,15 @@ def open_database(path: Path) -> tuple[Engine, sessionmaker[Session]]:
             Base.metadata.create_all(connection)  # under the write lock: another process may be creating it too
             for statement in _FTS_DDL:
                 connection.execute(text(statement))
+            # in the same write transaction: a read transaction that then writes fails at once ("database is
+            # locked") when another process wrote in between
+            stored = connection.scalar(select(Meta.value).where(Meta.key == "schema_version"))
+            if stored is None:  # a new library
+                connection.execute(sqlite_insert(Meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
     except Exception as error:  # an unreadable or foreign file
         reason = getattr(error, "orig", None) or error  # the driver's own message, without SQLAlchemy's links
         raise StorageError(f"cannot open the library database {path}: {reason}") from error
     factory = sessionmaker(engine, expire_on_commit=False)
-    with factory.begin() as session:
-        stored = session.scalar(select(Meta.value).where(Meta.key == "schema_version"))
-        if stored is None:  # a new library (another process may be creating it too: the first insert wins)
-            session.execute(
-                sqlite_insert(Meta).values(key="schema_version", value=str(SCHEMA_VERSION)).on_conflict_do_nothing()
-            )
     if stored is not None and stored != str(SCHEMA_VERSION):
         _upgrade(engine, path, stored)
     return engine, factory

@@ -151,6 +151,12 @@ class Library:
             query = select(Document).where(Document.collection_id == collection_id).order_by(Document.source)
             return list(session.scalars(query))
 
+    def ingested_documents(self) -> list[tuple[int, str]]:
+        """(id, content hash) of every ingested document of the library, every user's, oldest first."""
+        with self.session() as session:
+            query = select(Document.id, Document.content_hash).where(Document.status == "ingested")
+            return [(i, h) for i, h in session.execute(query.order_by(Document.id))]
+
     def document(self, document_id: int, with_text: bool = False, user: str | None = None) -> Document | None:
         """The document, None when absent or (given ``user``) in a collection ``user`` may not read."""
         with self.session() as session:
@@ -258,7 +264,7 @@ class Library:
 
     def set_shared(self, name: str, shared: bool, user: str = "") -> None:
         """Share ``user``'s collection ``name`` with every user (read only), or stop sharing it."""
-        with self.session() as session, session.begin():
+        with self.writing() as session:
             session.get(Collection, self._collection_id(session, name, user, write=True)).shared = shared
 
     def is_unchanged(self, collection: str, source: str, content_hash: str, user: str = "") -> bool:
@@ -400,7 +406,7 @@ class Library:
 
     def remove_document(self, document_id: int, user: str = "") -> Document:
         """Remove a document of one of ``user``'s collections."""
-        with self.session() as session, session.begin():
+        with self.writing() as session:
             document = session.get(Document, document_id)
             owner = (
                 session.scalar(select(Collection.owner).where(Collection.id == document.collection_id))
@@ -414,7 +420,7 @@ class Library:
 
     def remove_collection(self, name: str, user: str = "") -> int:
         """Remove ``user``'s collection with all its documents; returns how many documents went."""
-        with self.session() as session, session.begin():
+        with self.writing() as session:
             collection_id = self._collection_id(session, name, user, write=True)
             documents = list(session.scalars(select(Document).where(Document.collection_id == collection_id)))
             for document in documents:

@@ -26,7 +26,7 @@ class MetricStore:
         user: str = "",
     ) -> None:
         """Record one request of ``kind`` ("ask", "summarize", "bench") made by ``user``."""
-        with self.library.session() as session, session.begin():
+        with self.library.writing() as session:
             session.add(
                 MetricRecord(
                     kind=kind,

@@ -36,7 +36,7 @@ class SessionStore:
         name = name.strip()
         if not name:
             raise StorageError("a session needs a non-empty name")
-        with self.library.session() as session, session.begin():
+        with self.library.writing() as session:
             row = ChatSession(name=name, user=user)
             session.add(row)
             session.flush()
@@ -79,7 +79,7 @@ class SessionStore:
         """Store an answer (in ``session_id`` when given, which then moves to the top of the list) with its
         citations, each ``{"doc", "source", "title", "page", "start", "end", "text", "score"}`` in rank order; returns
         the answer's id. Citations are copied, so the history survives removal of the documents."""
-        with self.library.session() as session, session.begin():
+        with self.library.writing() as session:
             row = AnswerRow(
                 session_id=session_id,
                 question=question,
@@ -116,14 +116,14 @@ class SessionStore:
         self.check(session_id, user)
         if not name.strip():
             raise StorageError("a session needs a non-empty name")
-        with self.library.session() as session, session.begin():
+        with self.library.writing() as session:
             session.get(ChatSession, session_id).name = name.strip()
         return self.info(session_id, user)
 
     def delete(self, session_id: int, user: str = "") -> None:
         """Delete the session with its questions, answers and citations."""
         self.check(session_id, user)
-        with self.library.session() as session, session.begin():
+        with self.library.writing() as session:
             session.delete(session.get(ChatSession, session_id))
 
     def history(self, session_id: int, user: str = "") -> list[dict[str, Any]]:

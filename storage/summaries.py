@@ -25,7 +25,7 @@ class SummaryStore:
         scores: dict[str, Any],
     ) -> int:
         """Store a summary (``scope``: "document", "selection" or "collection"); returns its id."""
-        with self.library.session() as session, session.begin():
+        with self.library.writing() as session:
             row = SummaryRow(
                 scope=scope,
                 document_ids=document_ids,

@@ -4,6 +4,7 @@ model directly.
     services = Services(home)
     services.library     collections, documents, removal, citations in context, PDF pages   (library.py)
     services.ingest      files, folders, zips, uploads → documents                          (ingest.py)
+    services.indexes     each document's IndexPool index, built once, in the background      (indexes.py)
     services.ask         questions → cited answers, recorded in sessions                    (ask.py)
     services.summaries   summaries of documents and collections                             (summaries.py)
     services.sessions    chat sessions: list, create, rename, delete, history, export       (sessions.py)
@@ -41,9 +42,9 @@ class Services:
             raise UserError(str(error)) from error
         self.home = library.home
         self.library = LibraryService(library)
-        self.ingest = IngestService(library)
-        self.sessions = SessionService(library)
         self.indexes = IndexService(library)
+        self.ingest = IngestService(library, self.indexes)
+        self.sessions = SessionService(library)
         self.ask = AskService(library, self.sessions, self.indexes, generator)
         self.summaries = SummaryService(self.library)
         self.settings = SettingsService(library, self.ask)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from app.generators import GeneratorError, parse_generator
 from app.services.errors import UserError, storage_errors
-from app.services.indexes import IndexService, fingerprint
+from app.services.indexes import IndexService
 from app.services.sessions import SessionService
 from model.network.paths import indexpool_checkpoint
 from storage.library import Library
@@ -153,9 +153,8 @@ class IndexPoolReader:
         except CheckpointMissing as error:
             raise UserError(f"{error}; use --reader bm25") from error
         timings["load"] = _ms(started)
-        indexing = time.perf_counter()
-        key = fingerprint(entries, model.weights_id)
-        index = self.indexes.cached(key) or self.indexes.get(model, key, [i for _, i, _ in sorted(entries)])
+        indexing = time.perf_counter()  # the documents' indexes, read (or, not built yet, built now) and joined
+        index = self.indexes.index(model, entries)
         timings["index"] = _ms(indexing)
         encoding = time.perf_counter()
         q = Question.encode(model, question)

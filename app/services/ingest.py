@@ -1,7 +1,8 @@
 """Ingestion into a collection: files, folders, zip archives, uploads and in-memory texts, one event per input.
 
 Each input is parsed in the isolated workers of ``ingest.pipeline`` (time and memory caps), counted in model
-tokens, and stored (``Library.store``: one transaction per document).
+tokens, stored (``Library.store``: one transaction per document) and scheduled for indexing
+(``app.services.indexes``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.services.errors import UserError, storage_errors
+from app.services.indexes import IndexService
 from ingest.document import IngestError, ParsedDocument
 from ingest.pipeline import parse_items_isolated
 from ingest.sources import InputItem, Limits, expand_inputs
@@ -91,8 +93,8 @@ def file_hash(item: InputItem) -> str:
 
 
 class IngestService:
-    def __init__(self, library: Library) -> None:
-        self.library = library
+    def __init__(self, library: Library, indexes: IndexService) -> None:
+        self.library, self.indexes = library, indexes
 
     def ingest(
         self,
@@ -184,6 +186,8 @@ class IngestService:
             )
         tokens = load_tokenizer().count(result.text)
         stored = self.library.store(collection, result, tokens, user)
+        if stored.status in ("ingested", "replaced") and stored.document_id is not None:
+            self.indexes.schedule([stored.document_id])  # indexed in the background while the batch goes on
         message = stored.message or "; ".join(result.warnings)
         return IngestEvent(
             index,

@@ -19,12 +19,15 @@ from app.ui.library import (
     cancel_delete,
     delete_document,
     documents_table,
+    index_status,
     ingest_files,
     library_tab,
     refresh,
 )
 from app.ui.settings import settings_tab
 from app.ui.summarize import summarize_tab
+
+INDEX_STATUS_EVERY_S = 2.0
 
 # Offline means offline: system fonts instead of the default theme's web fonts.
 THEME = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
@@ -41,6 +44,18 @@ def build_app(services: Services) -> gr.Blocks:
             dashboard_tab(services)
             settings_tab(services)
         views = [library.collection, library.documents, ask.collections]
+        # how far the indexing has come, on both tabs, while the background thread indexes what was ingested
+        indexing = bind(index_status, services)
+        watched, statuses = [library.collection, ask.collections], [library.index_status, ask.index_status]
+        gr.Timer(INDEX_STATUS_EVERY_S).tick(indexing, watched, statuses, api_visibility="private")
+        gr.on(
+            [library.collection.change, ask.collections.change],
+            indexing,
+            watched,
+            statuses,
+            api_visibility="private",
+            show_progress="hidden",
+        )
         app.load(bind(refresh, services), [library.collection, ask.collections], views, api_name="refresh")
         library.collection.change(
             bind(documents_table, services), library.collection, library.documents, api_name="documents"
@@ -51,7 +66,7 @@ def build_app(services: Services) -> gr.Blocks:
             [library.log, *views, library.upload],
             api_name="ingest",
             show_progress_on=[library.log],  # one progress display, on the log
-        )
+        ).then(indexing, watched, statuses, api_visibility="private", show_progress="hidden")
         # Delete asks first; the API's /delete (what "Yes, delete it" runs) removes at once
         library.delete.click(
             bind(ask_to_delete, services),
@@ -76,10 +91,12 @@ def serve(
     build_sample_if_empty: bool = True,
     auth: list[tuple[str, str]] | None = None,
 ) -> None:
-    """Start the app on ``host:port`` (never shared); an empty library gets the sample library first. With
+    """Start the app on ``host:port`` (never shared); an empty library gets the sample library first, and a thread
+    indexes every document not indexed yet, then each one ingested. With
     ``auth`` (user, password) pairs a login is required, and each user sees only their own sessions and settings."""
     if build_sample_if_empty and not services.library.collections():
         build_sample(services, progress=print)
+    services.indexes.background()  # every document not indexed yet, then each one ingested
     app = build_app(services)
     app.queue().launch(
         server_name=host,

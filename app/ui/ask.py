@@ -223,6 +223,7 @@ class AskTab:
     delete_session: gr.Button
     session_id: gr.State
     collections: gr.Dropdown
+    index_status: gr.Markdown
     question: gr.Textbox
     ask: gr.Button
     answer: gr.Markdown
@@ -261,6 +262,7 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             label="Collections",
             elem_id="ask-collections",
         )
+        index_status = gr.Markdown(elem_id="ask-index-status")
         question = gr.Textbox(label="Question", placeholder="Ask about the chosen collections", elem_id="question")
         ask_button = gr.Button("Ask", variant="primary", elem_id="ask-btn")
         answer = gr.Markdown(elem_id="answer")
@@ -307,6 +309,7 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
     ).then(bind(show_sessions, services), session_id, session_views, **PRIVATE)
     citations.select(bind(show_citation, services), cited, [page_image, evidence], **PRIVATE)
     return AskTab(
-        session, session_name, new, rename, delete, session_id, collections, question, ask_button, answer, citations,
+        session, session_name, new, rename, delete, session_id, collections, index_status, question, ask_button,
+        answer, citations,
         timing, cited, page_image, evidence, history, export_format, export, export_file, session_status,
     )  # fmt: skip

@@ -1,4 +1,5 @@
-"""The Library tab: upload files into a collection with a per-file log, the documents table, deleting a document."""
+"""The Library tab: upload files into a collection with a per-file log, the documents table, how far the collection's
+index has come, deleting a document."""
 
 from __future__ import annotations
 
@@ -54,6 +55,17 @@ def refresh(
         documents_table(services, collection, request),
         gr.update(choices=names, value=ask_value) if asked else gr.update(choices=names),  # none chosen: keep it so
     )
+
+
+def index_status(services: Services, collection: str, asked: list[str] | None, request: gr.Request) -> tuple[str, str]:
+    """How far the indexing has come for the Library tab's collection and for the Ask tab's chosen collections."""
+    user = user_of(request)
+    try:
+        library = services.indexes.progress([collection] if collection else [], user).text()
+        ask = services.indexes.progress(list(asked or []), user).text() if asked else ""
+    except UserError as error:
+        return f"Error: {error}", ""
+    return library, ask
 
 
 def _upload_folders(services: Services) -> re.Pattern[str]:
@@ -170,6 +182,7 @@ class LibraryTab:
     confirm: gr.Button
     cancel: gr.Button
     status: gr.Markdown
+    index_status: gr.Markdown
 
 
 def library_tab() -> LibraryTab:
@@ -201,6 +214,7 @@ def library_tab() -> LibraryTab:
             column_widths=["6%", "38%", "9%", "7%", "9%", "10%", "21%"],
             elem_id="documents",
         )
+        index_status = gr.Markdown(elem_id="index-status")
         with gr.Row():
             reference = gr.Textbox(label="Document to delete (id or title)", elem_id="delete-id", scale=3)
             delete = gr.Button("Delete", variant="stop", elem_id="delete-btn", scale=1)
@@ -209,5 +223,17 @@ def library_tab() -> LibraryTab:
             confirm = gr.Button("Yes, delete it", variant="stop", elem_id="delete-confirm", scale=0, min_width=160)
             cancel = gr.Button("Cancel", elem_id="delete-cancel", scale=0, min_width=120)
     return LibraryTab(
-        collection, password, upload, ingest, log, documents, reference, delete, confirm_row, confirm, cancel, status
+        collection,
+        password,
+        upload,
+        ingest,
+        log,
+        documents,
+        reference,
+        delete,
+        confirm_row,
+        confirm,
+        cancel,
+        status,
+        index_status,
     )

@@ -1,10 +1,12 @@
 """Questions over a collection: its index (one typed object: build, save, load) and the evidence score that reads it.
 
     index = CollectionIndex.build(model, documents)     # streaming prefill of each document through the stack
+    parts = [CollectionIndex.build(model, [d]) for d in documents]; CollectionIndex.concat(parts)  # the same index
     arrays = index.to_arrays(); CollectionIndex.from_arrays(arrays, documents_ids, model.weights_id)
     hits = answer(model, index, "What did they decide about the budget?", k=5)
 
-Building encodes each document as its own stream (``HybridModel.prefill``: the linear-attention stream and the
+Building encodes each document as its own stream, so an index is the concatenation of its documents' indexes (the
+app indexes each document once, when it is ingested) (``HybridModel.prefill``: the linear-attention stream and the
 IndexPool sparse stream, whose indexer selects blocks with ``kernels.indexer_topk``) and keeps, per passage and per
 sentence, its pooled state's unit embedding and its token ids; no token state is kept.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -34,7 +37,7 @@ from model.inference.passages import DocumentText, pack_passages
 from model.network.checkpoint import Model
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 2  # of the arrays; arrays of another format are rebuilt
+FORMAT = 3  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
 
 
@@ -65,6 +68,16 @@ class TokenBags:
         new_owner = torch.as_tensor(np.repeat(np.arange(len(rows)), last - first))
         return TokenBags(self.token_ids[entries], new_owner, self.lengths[torch.as_tensor(rows)])
 
+    @classmethod
+    def concat(cls, parts: Sequence[TokenBags]) -> TokenBags:
+        """The spans of ``parts``, one after the other."""
+        offsets = np.cumsum([0] + [len(p.lengths) for p in parts[:-1]])
+        return cls(
+            torch.cat([p.token_ids for p in parts]),
+            torch.cat([p.owner + int(o) for p, o in zip(parts, offsets, strict=True)]),
+            torch.cat([p.lengths for p in parts]),
+        )
+
     def slice(self, first: int, last: int) -> TokenBags:
         """The spans [first, last), renumbered from 0."""
         a, b = (int(torch.searchsorted(self.owner, v)) for v in (first, last))
@@ -93,7 +106,7 @@ class CollectionIndex:
     sentence_emb: torch.Tensor  # (S, e) unit
     passage_tokens: TokenBags
     sentence_tokens: TokenBags
-    idf: torch.Tensor  # (V,) over the collection's passages
+    vocab_size: int
 
     def __post_init__(self) -> None:
         self.passage_document = self.sentence_document[self.passage_first[:-1]]  # (P,)
@@ -105,6 +118,11 @@ class CollectionIndex:
     def passages(self) -> int:
         return self.passage_spans.shape[0]
 
+    @cached_property
+    def idf(self) -> torch.Tensor:
+        """(V,) inverse document frequency of every piece over the index's passages."""
+        return inverse_document_frequency(self.passage_tokens, self.vocab_size)
+
     # ------------------------------------------------------------------ build
 
     @classmethod
@@ -112,43 +130,61 @@ class CollectionIndex:
     def build(cls, model: Model, documents: Sequence[DocumentText]) -> CollectionIndex:
         """Encode ``documents``, each as its own stream (the cost of a prefill grows with the square of its length:
         the indexer scores every earlier cached entry)."""
+        if not documents:
+            raise ValueError("an index needs at least one document")
+        return cls.concat([cls._encode(model, document) for document in documents])
+
+    @classmethod
+    def _encode(cls, model: Model, document: DocumentText) -> CollectionIndex:
         net, tokenizer = model.net, model.tokenizer
-        doc_rows, numbers, s_spans, firsts, p_spans = [], [], [], [], []
-        p_means, s_means, p_ids, s_texts = [], [], [], []
-        offset = 0  # sentences of the documents before this one
-        for row, document in enumerate(documents):
-            passages = pack_passages(document)
-            ids, starts, _ = tokenizer.encode_offsets(document.text)
-            p_tokens = char_to_token_spans(starts, passages.spans)  # (P_d, 2)
-            s_tokens = char_to_token_spans(starts, document.sentences)  # (S_d, 2)
-            means = encode_spans(net, ids, np.concatenate([p_tokens, s_tokens]))  # (P_d + S_d, d)
-            p_means.append(means[: len(p_tokens)])
-            s_means.append(means[len(p_tokens) :])
-            p_ids.extend(ids[a:b] for a, b in p_tokens)
-            n = len(document.sentences)
-            s_texts.extend(document.sentence_text(i) for i in range(n))
-            doc_rows.append(np.full(n, row))
-            numbers.append(np.arange(n))
-            s_spans.append(document.sentences)
-            firsts.append(passages.first[:-1] + offset)
-            p_spans.append(passages.spans)
-            offset += n
-        first = torch.as_tensor(np.concatenate([*firsts, [offset]]).astype(np.int64))
-        width = net.cfg.d_model
-        passage_tokens = TokenBags.build(p_ids)
+        passages = pack_passages(document)
+        ids, starts, _ = tokenizer.encode_offsets(document.text)
+        p_tokens = char_to_token_spans(starts, passages.spans)  # (P, 2)
+        s_tokens = char_to_token_spans(starts, document.sentences)  # (S, 2)
+        means = encode_spans(net, ids, np.concatenate([p_tokens, s_tokens]))  # (P + S, d)
+        n = len(document.sentences)
+        empty = torch.zeros(0, net.cfg.d_model)
         return cls(
             weights_id=net.cfg.weights_id,
-            document_ids=[d.id for d in documents],
-            sentence_document=_cat_int(doc_rows),
-            sentence_number=_cat_int(numbers),
-            sentence_spans=_cat_int(s_spans, 2),
-            passage_first=first,
-            passage_spans=_cat_int(p_spans, 2),
-            passage_emb=net.evidence.embed_spans(torch.cat([*p_means, torch.zeros(0, width)])),
-            sentence_emb=net.evidence.embed_spans(torch.cat([*s_means, torch.zeros(0, width)])),
-            passage_tokens=passage_tokens,
-            sentence_tokens=TokenBags.build(tokenizer.encode_batch(s_texts)),
-            idf=inverse_document_frequency(passage_tokens, net.cfg.vocab_size),
+            document_ids=[document.id],
+            sentence_document=torch.zeros(n, dtype=torch.int64),
+            sentence_number=torch.arange(n),
+            sentence_spans=_int(document.sentences, 2),
+            passage_first=_int(passages.first),
+            passage_spans=_int(passages.spans, 2),
+            passage_emb=net.evidence.embed_spans(torch.cat([means[: len(p_tokens)], empty])),
+            sentence_emb=net.evidence.embed_spans(torch.cat([means[len(p_tokens) :], empty])),
+            passage_tokens=TokenBags.build([ids[a:b] for a, b in p_tokens]),
+            sentence_tokens=TokenBags.build(tokenizer.encode_batch([document.sentence_text(i) for i in range(n)])),
+            vocab_size=net.cfg.vocab_size,
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[CollectionIndex]) -> CollectionIndex:
+        """The index of the documents of ``parts`` (indexes of distinct documents by one checkpoint), in order."""
+        if not parts:
+            raise ValueError("an index needs at least one document")
+        if len({p.weights_id for p in parts}) > 1:
+            raise ValueError("the parts were built by different checkpoints")
+        if len(parts) == 1:
+            return parts[0]
+        sentences = np.cumsum([0] + [len(p.sentence_document) for p in parts[:-1]])
+        documents = np.cumsum([0] + [len(p.document_ids) for p in parts[:-1]])
+        firsts = [p.passage_first[:-1] + int(s) for p, s in zip(parts, sentences, strict=True)]
+        total = int(sentences[-1]) + len(parts[-1].sentence_document)
+        return cls(
+            weights_id=parts[0].weights_id,
+            document_ids=[i for p in parts for i in p.document_ids],
+            sentence_document=torch.cat([p.sentence_document + int(d) for p, d in zip(parts, documents, strict=True)]),
+            sentence_number=torch.cat([p.sentence_number for p in parts]),
+            sentence_spans=torch.cat([p.sentence_spans for p in parts]),
+            passage_first=torch.cat([*firsts, torch.tensor([total])]),
+            passage_spans=torch.cat([p.passage_spans for p in parts]),
+            passage_emb=torch.cat([p.passage_emb for p in parts]),
+            sentence_emb=torch.cat([p.sentence_emb for p in parts]),
+            passage_tokens=TokenBags.concat([p.passage_tokens for p in parts]),
+            sentence_tokens=TokenBags.concat([p.sentence_tokens for p in parts]),
+            vocab_size=parts[0].vocab_size,
         )
 
     # ------------------------------------------------------------------ save / load
@@ -159,7 +195,7 @@ class CollectionIndex:
             "format": np.array(FORMAT),
             "weights_id": np.array(self.weights_id),
             "document_ids": np.array(self.document_ids, dtype=str),
-            "idf": self.idf.numpy(),
+            "vocab_size": np.array(self.vocab_size),
         }
         for name in ("sentence_document", "sentence_number", "sentence_spans", "passage_first", "passage_spans"):
             arrays[name] = getattr(self, name).numpy()
@@ -200,18 +236,17 @@ class CollectionIndex:
                         "passage_spans",
                         "passage_emb",
                         "sentence_emb",
-                        "idf",
                     )
                 },
                 **bags,
+                vocab_size=int(arrays["vocab_size"]),
             )
         except KeyError as error:
             raise ValueError(f"the stored index lacks {error}") from error
 
 
-def _cat_int(parts: list[np.ndarray], width: int = 0) -> torch.Tensor:
-    empty = np.zeros((0, width) if width else 0, np.int64)
-    return torch.as_tensor(np.concatenate([*parts, empty]).astype(np.int64))
+def _int(values: np.ndarray, width: int = 0) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(values, np.int64).reshape((-1, width) if width else -1))
 
 
 # ---------------------------------------------------------------------- the evidence score

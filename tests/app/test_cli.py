@@ -65,6 +65,28 @@ def test_collections_and_documents_json(papers_home: Path, capsys: pytest.Captur
     assert all(d["status"] == "ingested" and d["pages"] > 0 for d in documents)
 
 
+def test_ingest_indexes_so_the_first_question_encodes_nothing(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from model.inference.qa import CollectionIndex
+
+    for name, text in (("a.txt", "Whales breathe air through a blowhole."), ("b.txt", "Trains run on rails.")):
+        (tmp_path / name).write_text(text)
+    code, out, _ = run(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "c")
+    assert code == 0
+    assert "indexing for the IndexPool reader: 1/2 documents" in out
+    assert "indexing for the IndexPool reader: 2/2 documents" in out
+    monkeypatch.setattr(CollectionIndex, "build", lambda *_: pytest.fail("the question encoded a document"))
+    answer = run_json(capsys, "--home", str(home), "ask", "--collection", "c", "How do whales breathe?")
+    assert answer["reader"] == "indexpool" and "blowhole" in answer["citations"][0]["text"]
+    monkeypatch.undo()
+    (tmp_path / "c.txt").write_text("Penguins swim with their wings.")
+    report = run_json(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "c")
+    assert report["index"]["documents"] == 1  # the new document only
+    code, out, _ = run(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "d", "--no-index")
+    assert code == 0 and "3 ingested" in out and "indexing" not in out
+
+
 def test_reingest_is_a_noop(papers_home: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paper = sorted((shared_data / "pdf_papers_papermage_fixtures").glob("*.pdf"))[0]
     report = run_json(capsys, "--home", str(papers_home), "ingest", str(paper), "--collection", "papers")

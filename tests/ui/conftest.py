@@ -97,10 +97,16 @@ def _serve(folder: Path, *options: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The app without authentication."""
-    with _serve(tmp_path_factory.mktemp("serve")) as url:
-        yield url
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The app without authentication: its URL and its folder (``library/`` and the web server's ``uploads/``)."""
+    folder = tmp_path_factory.mktemp("serve")
+    with _serve(folder) as url:
+        yield url, folder
+
+
+@pytest.fixture(scope="session")
+def server_url(server: tuple[str, Path]) -> str:
+    return server[0]
 
 
 @pytest.fixture(scope="session")

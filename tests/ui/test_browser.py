@@ -12,12 +12,11 @@ from pathlib import Path
 
 from gradio_client import Client
 from playwright.sync_api import Browser, Page, expect
-from ui_support import USERS, new_context, text_pdf
+from ui_support import USERS, choose_collection, new_context, table_rows, text_pdf, upload_and_ingest
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 PAPER = SHARED_DATA / "pdf_papers_papermage_fixtures" / "2304.02623v1.pdf"
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-INGEST_TIMEOUT_MS = 90_000
 BENCH_TIMEOUT_MS = 150_000  # the first run on a machine encodes the benchmark text (about a minute on 2 cores)
 
 
@@ -58,38 +57,10 @@ def _screenshot(page: Page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
-def _choose_collection(page: Page, name: str) -> None:
-    """Type a (new) collection name into the Library tab's collection box."""
-    box = page.locator("#collection input")
-    box.fill(name)
-    box.press("Enter")
-    expect(box).to_have_value(name)
-
-
-def _upload_and_ingest(page: Page, paths: list[Path]) -> str:
-    """Upload ``paths``, press Ingest, wait for the end of the log and return the log."""
-    page.set_input_files("#upload input[type=file]", [str(p) for p in paths])
-    for path in paths:
-        expect(page.locator("#upload")).to_contain_text(path.stem)  # shown as "name .ext"
-    log = page.locator("#ingest-log textarea")
-    previous = log.input_value()
-    page.click("#ingest-btn")
-    expect(log).not_to_have_value(previous)  # this run's log, not the last one
-    expect(log).to_have_value(re.compile(r"^done: ", re.M), timeout=INGEST_TIMEOUT_MS)
-    return log.input_value()
-
-
-def _table_rows(page: Page, elem_id: str) -> list[list[str]]:
-    """The visible body rows of a gr.Dataframe (its ARIA grid), as cell texts; waits for the first row to render."""
-    rows = page.locator(f"#{elem_id} [role=row][data-index]")
-    expect(rows.first).to_be_visible()
-    return [[cell.strip() for cell in row.locator("[role=gridcell]").all_inner_texts()] for row in rows.all()]
-
-
 def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     paper = _paper(tmp_path)
-    _choose_collection(page, "papers")
-    log = _upload_and_ingest(page, [paper.path])
+    choose_collection(page, "papers")
+    log = upload_and_ingest(page, [paper.path])
     assert re.search(rf"{re.escape(paper.path.name)}: ingested \((\d+) pages", log), log
     assert not re.search(r"/[0-9a-f]{32,}/", log), f"the log shows upload temp folders:\n{log}"
     documents = page.locator("#documents")
@@ -111,7 +82,7 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     expect(page.locator("#history")).to_contain_text(paper.question)
     answer = page.locator("#answer").inner_text()
     assert paper.answer_word in answer.lower() and "No sentence" not in answer, answer
-    rows = _table_rows(page, "citations")
+    rows = table_rows(page, "citations")
     assert rows, "no citations shown"
     rank, title, page_number, quote, score = rows[0]
     assert rank == "1" and paper.title in title and re.fullmatch(r"\d+", page_number), rows[0]
@@ -140,7 +111,7 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.click("#summarize-btn")
     expect(page.locator("#summary-label")).to_contain_text("indexpool")  # the shipped model, not a fallback
     expect(page.locator("#summary-label")).to_contain_text("1 of 1 documents")
-    sentences = _table_rows(page, "summary")
+    sentences = table_rows(page, "summary")
     assert all(paper.title in row[2] and re.fullmatch(r"\d+", row[3]) for row in sentences), sentences
     words = [len(row[1].split()) for row in sentences]  # whole sentences until the budget is reached
     assert words and sum(words) - max(words) < 60, sentences
@@ -158,7 +129,7 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.click("#bench-btn")
     # the embedded sample's text, which every install has: no shared data needed
     expect(page.locator("#plot-bench img")).to_be_visible(timeout=BENCH_TIMEOUT_MS)
-    methods = {row[0]: row for row in _table_rows(page, "bench-table")}
+    methods = {row[0]: row for row in table_rows(page, "bench-table")}
     assert float(methods["indexpool"][2]) * 4 == float(methods["uncompressed"][2]), methods
     expect(page.locator("#bench-status")).to_contain_text("32,768 tokens of Python stdlib docs")
     expect(page.get_by_text(re.compile(r"processing \|"))).to_have_count(0)  # the refresh after the benchmark
@@ -180,10 +151,10 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.locator("#question textarea").fill(paper.question)
     page.click("#ask-btn")
     expect(page.locator("#session input")).to_have_value("paper questions (2 questions)")
-    assert len(_table_rows(page, "citations")) == 2
+    assert len(table_rows(page, "citations")) == 2
 
     page.get_by_role("tab", name="Library").click()
-    document_id = _table_rows(page, "documents")[0][0]
+    document_id = table_rows(page, "documents")[0][0]
     page.locator("#delete-id textarea").fill(document_id)
     page.click("#delete-btn")  # asks first: nothing is removed yet
     expect(page.locator("#library-status")).to_contain_text(f"Delete {document_id} ({paper.title}")
@@ -204,18 +175,18 @@ def test_a_broken_file_fails_alone(page: Page, tmp_path: Path) -> None:
         "Lighthouses guide ships along dangerous coasts.\n\nTheir lamps rotate to make a "
         "recognisable pattern of flashes.\n"
     )
-    _choose_collection(page, "mixed")
-    log = _upload_and_ingest(page, [broken, good])
+    choose_collection(page, "mixed")
+    log = upload_and_ingest(page, [broken, good])
     assert re.search(r"bad\.pdf: error - \S", log), log
     assert "notes.txt: ingested" in log, log
-    rows = {row[1]: row for row in _table_rows(page, "documents")}
+    rows = {row[1]: row for row in table_rows(page, "documents")}
     assert rows["bad.pdf"][2] == "error" and rows["bad.pdf"][6], rows
     assert any(row[2] == "ingested" for title, row in rows.items() if title != "bad.pdf"), rows
     _screenshot(page, "library-errors")
 
     copy = tmp_path / "notes-copy.txt"
     copy.write_bytes(good.read_bytes())
-    log = _upload_and_ingest(page, [copy])
+    log = upload_and_ingest(page, [copy])
     assert "notes-copy.txt: duplicate - same content as notes.txt" in log, log
 
 

@@ -1,10 +1,15 @@
-"""Helpers shared by the app tests: small generated PDFs (no data files needed), browser contexts, test logins."""
+"""Helpers shared by the app tests: small generated PDFs (no data files needed), browser contexts, test logins, and
+the Library tab's steps (a collection, an upload, a table's rows)."""
 
 from __future__ import annotations
 
-from playwright.sync_api import Browser, BrowserContext
+import re
+from pathlib import Path
+
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 USERS = {"alice": "wonderland-42", "bob": "builder-7"}  # the logins of the app started with --auth
+INGEST_TIMEOUT_MS = 90_000
 
 
 def new_context(browser: Browser) -> BrowserContext:
@@ -43,3 +48,31 @@ def text_pdf(title: str, pages: list[list[str]]) -> bytes:
     out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\n" % (len(objects) + 1, len(objects))
     out += b"startxref\n%d\n%%%%EOF\n" % xref
     return bytes(out)
+
+
+def choose_collection(page: Page, name: str) -> None:
+    """Type a (new) collection name into the Library tab's collection box."""
+    box = page.locator("#collection input")
+    box.fill(name)
+    box.press("Enter")
+    expect(box).to_have_value(name)
+
+
+def upload_and_ingest(page: Page, paths: list[Path]) -> str:
+    """Upload ``paths``, press Ingest, wait for the end of the log and return the log."""
+    page.set_input_files("#upload input[type=file]", [str(p) for p in paths])
+    for path in paths:
+        expect(page.locator("#upload")).to_contain_text(path.stem)  # shown as "name .ext"
+    log = page.locator("#ingest-log textarea")
+    previous = log.input_value()
+    page.click("#ingest-btn")
+    expect(log).not_to_have_value(previous)  # this run's log, not the last one
+    expect(log).to_have_value(re.compile(r"^done: ", re.M), timeout=INGEST_TIMEOUT_MS)
+    return log.input_value()
+
+
+def table_rows(page: Page, elem_id: str) -> list[list[str]]:
+    """The visible body rows of a gr.Dataframe (its ARIA grid), as cell texts; waits for the first row to render."""
+    rows = page.locator(f"#{elem_id} [role=row][data-index]")
+    expect(rows.first).to_be_visible()
+    return [[cell.strip() for cell in row.locator("[role=gridcell]").all_inner_texts()] for row in rows.all()]

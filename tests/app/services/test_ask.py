@@ -1,11 +1,13 @@
 """The readers over a library: every citation is a sentence of the library (a row of the sentences table, with its
-page); the IndexPool reader's persisted per-selection index (reused, restored by a fresh process, rebuilt when the
-selection changes, built once under concurrent asks); the clear error without a checkpoint."""
+page); the IndexPool reader's per-document indexes (reused, restored by a fresh process, joined into the index of a
+selection, built once under concurrent asks, in the background as documents are ingested, pruned when documents
+leave); the clear error without a checkpoint."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -100,6 +102,23 @@ def test_every_citation_is_a_library_sentence_with_its_page(services: Services, 
     assert {1, 2} <= pages  # both pages of the PDF
 
 
+def stored_indexes(home: Path) -> list[Path]:
+    return sorted((home / "indexpool").glob("*/*.npz"))
+
+
+def count_builds(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The documents of every ``CollectionIndex.build`` call from now on."""
+    builds: list[list[str]] = []
+    build = CollectionIndex.build
+
+    def counting(model: object, documents: list) -> CollectionIndex:
+        builds.append([d.id for d in documents])
+        return build(model, documents)
+
+    monkeypatch.setattr(CollectionIndex, "build", counting)
+    return builds
+
+
 def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert services.ask.available_readers() == ["bm25", "indexpool"] and services.ask.default_reader() == "indexpool"
     answer = services.ask.ask(["notes"], "How do whales breathe?", top_k=4)
@@ -107,39 +126,55 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
     assert list(answer.timings_ms) == ["load", "index", "encode_question", "score", "cite", "total"]
     assert len(answer.citations) == 4
     assert [c.score for c in answer.citations] == sorted((c.score for c in answer.citations), reverse=True)
-    stored = list((home / "indexpool").glob("*.npz"))
-    assert len(stored) == 1
+    stored = stored_indexes(home)
+    assert len(stored) == len(PARAGRAPHS)  # one per document
 
     built = answer.timings_ms["index"]
     again = services.ask.ask(["notes"], "How do whales breathe?", top_k=4)
     assert again.timings_ms["index"] < built
     assert [c.text for c in again.citations] == [c.text for c in answer.citations]
 
-    # a new process: restored from the file, not encoded again
+    # a new process: restored from the files, not encoded again
     monkeypatch.setattr(CollectionIndex, "build", lambda *_: pytest.fail("the index was rebuilt"))
     restored = Services(home).ask.ask(["notes"], "How do whales breathe?", top_k=4)
     assert restored.citations == answer.citations and restored.answer == answer.answer
-    assert list((home / "indexpool").glob("*.npz")) == stored
+    assert stored_indexes(home) == stored
 
     services.ingest.library.ensure_collection("empty")
     nothing = services.ask.ask(["empty"], "How do whales breathe?")
     assert nothing.citations == [] and nothing.answer.startswith("No sentence")
 
 
-def test_a_new_document_changes_the_fingerprint(services: Services, home: Path) -> None:
+def test_the_index_of_documents_is_the_concatenation_of_theirs(services: Services) -> None:
+    from model.network.checkpoint import load_model
+
+    model = load_model()
+    entries = [("notes", d.id, d.content_hash) for d in services.library.documents("notes")]
+    joined = services.indexes.index(model, entries)
+    documents = [services.indexes._document_text(i) for _, i, _ in sorted(entries, key=lambda e: e[1])]
+    whole = CollectionIndex.build(model, documents)
+    assert joined.document_ids == whole.document_ids
+    for name in ("sentence_document", "sentence_number", "passage_first", "passage_spans", "idf", "document_emb"):
+        assert torch.equal(getattr(joined, name), getattr(whole, name)), name
+    for name in ("passage_emb", "sentence_emb"):
+        torch.testing.assert_close(getattr(joined, name), getattr(whole, name))
+    assert torch.equal(joined.passage_tokens.owner, whole.passage_tokens.owner)
+
+
+def test_a_new_document_is_indexed_alone(services: Services, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     services.ask.ask(["notes"], "What do blue whales eat?")
+    builds = count_builds(monkeypatch)
     extra = parsed("birds.txt", ["Penguins cannot fly. They swim with their wings."])
     (event,) = services.ingest.ingest_texts([extra], "notes")
     assert event.status == "ingested"
     answer = services.ask.ask(["notes"], "What do blue whales eat?", top_k=7)
-    assert len(list((home / "indexpool").glob("*.npz"))) == 2
+    assert builds == [[str(event.document_id)]]  # the others are read, not encoded again
+    assert len(stored_indexes(home)) == len(PARAGRAPHS) + 1
     assert event.document_id in {c.doc for c in answer.citations}  # all seven passages cited
 
 
-def test_concurrent_asks_build_one_index(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
-    builds = []
-    build = CollectionIndex.build
-    monkeypatch.setattr(CollectionIndex, "build", lambda model, documents: builds.append(1) or build(model, documents))
+def test_concurrent_asks_build_each_document_once(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    builds = count_builds(monkeypatch)
     answers = []
     asks = [
         threading.Thread(target=lambda: answers.append(services.ask.ask(["notes"], "When did the railway open?")))
@@ -149,8 +184,49 @@ def test_concurrent_asks_build_one_index(services: Services, monkeypatch: pytest
         thread.start()
     for thread in asks:
         thread.join()
-    assert len(builds) == 1 and len(answers) == 3
-    assert all(a.citations == answers[0].citations for a in answers)
+    assert sorted(map(tuple, builds)) == sorted((str(d.id),) for d in services.library.documents("notes"))
+    assert len(answers) == 3 and all(a.citations == answers[0].citations for a in answers)
+
+
+def wait_for(condition: object, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_the_background_indexes_each_document_as_it_is_ingested(
+    services: Services, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert services.indexes.progress(["notes"]).state == "pending"  # no background thread: the first question
+    services.indexes.background()  # the documents ingested before it started...
+    wait_for(lambda: services.indexes.progress(["notes"]).state == "ready")
+    progress = services.indexes.progress(["notes"])
+    assert (progress.ready, progress.total) == (len(PARAGRAPHS), len(PARAGRAPHS))
+    assert progress.text() == f"IndexPool index: ready ({len(PARAGRAPHS)} of {len(PARAGRAPHS)} documents)"
+
+    builds = count_builds(monkeypatch)
+    extra = parsed("birds.txt", ["Penguins cannot fly. They swim with their wings."])
+    (event,) = services.ingest.ingest_texts([extra], "notes")  # ...and each one ingested since
+    wait_for(lambda: services.indexes.progress(["notes"]).state == "ready")
+    assert services.indexes.progress(["notes"]).total == len(PARAGRAPHS) + 1
+    assert builds == [[str(event.document_id)]]
+    answer = services.ask.ask(["notes"], "Which birds cannot fly?", top_k=7)
+    assert builds == [[str(event.document_id)]]  # the question encoded no document
+    assert event.document_id in {c.doc for c in answer.citations}
+
+
+def test_the_indexes_of_removed_documents_are_pruned(services: Services, home: Path) -> None:
+    from model.network.checkpoint import load_model
+
+    assert services.indexes.build([d.id for d in services.library.documents("notes")]) == len(PARAGRAPHS)
+    assert services.indexes.build([d.id for d in services.library.documents("notes")]) == 0  # all there
+    services.library.remove("notes", ["whales.txt"])
+    stale = home / "indexpool" / "0123456789ab" / "1-00.npz"  # of another checkpoint
+    stale.parent.mkdir()
+    stale.write_bytes(b"")
+    services.indexes._prune(load_model().weights_id)
+    assert len(stored_indexes(home)) == len(PARAGRAPHS) - 1 and not stale.parent.exists()
 
 
 def test_without_a_checkpoint_the_baseline_answers(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
