@@ -210,10 +210,11 @@ class IndexService:
     def progress(self, collections: Sequence[str], user: str = "") -> IndexProgress:
         """How many of the ingested documents of ``user``'s ``collections`` are indexed."""
         with storage_errors():
+            visible = set(self.library.collection_names(user))
             documents = {
                 (d.id, d.content_hash)
                 for name in collections
-                if name in self.library.collection_names(user)
+                if name in visible
                 for d in self.library.documents(name, user)
                 if d.status == "ingested"
             }

@@ -5,10 +5,10 @@
     arrays = index.to_arrays(); CollectionIndex.from_arrays(arrays, documents_ids, model.weights_id)
     hits = answer(model, index, "What did they decide about the budget?", k=5)
 
-Building encodes each document as its own stream, so an index is the concatenation of its documents' indexes (the
-app indexes each document once, when it is ingested) (``HybridModel.prefill``: the linear-attention stream and the
+Building encodes each document as its own stream (``HybridModel.prefill``: the linear-attention stream and the
 IndexPool sparse stream, whose indexer selects blocks with ``kernels.indexer_topk``) and keeps, per passage and per
-sentence, its pooled state's unit embedding and its token ids; no token state is kept.
+sentence, its pooled state's unit embedding and its token ids; no token state is kept. So an index is the
+concatenation of its documents' indexes, and the app indexes each document once, when it is ingested.
 
 Evidence score of a passage p for a question q (each term z-scored over the collection's passages):
 
