@@ -180,9 +180,13 @@ class Batch:
         for error in errors:
             finished += 1
             yield self._report(self._error_record(error.source, error.reason, 0.0), finished, total, progress)
-        for item, results, seconds in parse_items_isolated(todo, None, limits, self.settings.workers):
-            finished += 1
-            results = results or [IngestError(item.source, "no text found")]
+        produced: set[int] = set()  # id() of the items that gave results
+        for item, results, seconds, last in parse_items_isolated(todo, None, limits, self.settings.workers):
+            finished += last
+            if results:
+                produced.add(id(item))
+            elif last and id(item) not in produced:
+                results = [IngestError(item.source, "no text found")]
             for result in results:
                 if result.source not in done:
                     record = self._record(result, seconds / len(results))

@@ -7,6 +7,7 @@ neither hang nor crash the caller; ``parse_item`` is the same work in the callin
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection, wait
 from pathlib import Path, PurePath
+from typing import NamedTuple
 
 from ingest.clean import clean_pdf_pages, normalize_text
 from ingest.document import IngestError, Page, ParsedDocument, Section, Sentence
@@ -24,8 +26,8 @@ from ingest.htmltext import html_blocks
 from ingest.paperxml import read_paper_xml
 from ingest.pdf import page_ranges, read_pdf
 from ingest.segment import section_name, segment
-from ingest.sources import InputItem, Limits, size_text
-from ingest.textfile import decode_text
+from ingest.sources import InputItem, Limits, item_chunks, item_hash, size_text
+from ingest.textfile import decode_text, stream_text
 
 OUT_OF_MEMORY = "ran out of memory"
 WALL_FACTOR = 4  # a worker is killed after this many times the CPU-time cap in wall time (stuck, not computing)
@@ -35,6 +37,7 @@ def cpu_timeout_reason(timeout_s: float) -> str:
     return f"timed out after {timeout_s:g} s of CPU time (raise the cap with --timeout SECONDS)"
 
 
+PART_CHARS = 4 << 20  # a text file longer than this many characters is ingested as parts of about this size
 _TITLE_CHARS = 200
 _PARAGRAPH_BREAK = "\n\n"
 _NOT_A_TITLE = re.compile(
@@ -47,31 +50,44 @@ _NOT_A_TITLE = re.compile(
 
 
 def parse_item(item: InputItem, password: str | None = None) -> list[ParsedDocument | IngestError]:
-    """Parse one file (or archive member); JSONL gives one result per record. Never raises."""
+    """Parse one file (or archive member) in this process: the results of :func:`iter_parse`."""
+    return list(iter_parse(item, password))
+
+
+def iter_parse(item: InputItem, password: str | None = None) -> Iterator[ParsedDocument | IngestError]:
+    """The documents of one file (or archive member) as each is ready: one for most files, one per record of a
+    JSONL file, one per part of a text file over ``PART_CHARS``. Never raises: a problem is an IngestError (after
+    the parts already yielded, when it comes late)."""
     try:
-        data = item.data if item.data is not None else item.path.read_bytes() if item.path else b""
+        yield from _parse(item, password)
+    except IngestError as error:
+        yield error
+    except MemoryError:
+        yield IngestError(item.source, OUT_OF_MEMORY)
+    except OSError as error:
+        yield IngestError(item.source, f"cannot read file: {error.strerror or error}")
+    except Exception as error:  # a bug or an input nobody foresaw: report it for this file, keep the batch going
+        yield IngestError(item.source, f"unexpected error while parsing: {type(error).__name__}: {error}")
+
+
+def _parse(item: InputItem, password: str | None) -> Iterator[ParsedDocument | IngestError]:
+    if item.kind in ("txt", "md"):
+        yield from _parse_plain(item)
+    elif item.kind == "jsonl":
+        yield from _parse_jsonl(item)
+    elif item.kind in ("pdf", "html", "xml"):
+        data = b"".join(item_chunks(item))
         if not data:
-            return [IngestError(item.source, "empty file")]
+            raise IngestError(item.source, "empty file")
         content_hash = hashlib.sha256(data).hexdigest()
         if item.kind == "pdf":
-            return [_parse_pdf(item.source, data, content_hash, password)]
-        if item.kind == "jsonl":
-            return _parse_jsonl(item.source, data)
-        if item.kind == "html":
-            return [_parse_html(item.source, data, content_hash)]
-        if item.kind in ("txt", "md"):
-            return [_parse_plain(item.source, item.kind, data, content_hash)]
-        if item.kind == "xml":
-            return [_parse_paper_xml(item.source, data, content_hash)]
-        return [IngestError(item.source, f"unsupported kind '{item.kind}'")]
-    except IngestError as error:
-        return [error]
-    except MemoryError:
-        return [IngestError(item.source, OUT_OF_MEMORY)]
-    except OSError as error:
-        return [IngestError(item.source, f"cannot read file: {error.strerror or error}")]
-    except Exception as error:  # a bug or an input nobody foresaw: report it for this file, keep the batch going
-        return [IngestError(item.source, f"unexpected error while parsing: {type(error).__name__}: {error}")]
+            yield _parse_pdf(item.source, data, content_hash, password)
+        elif item.kind == "html":
+            yield _parse_html(item.source, data, content_hash)
+        else:
+            yield _parse_paper_xml(item.source, data, content_hash)
+    else:
+        yield IngestError(item.source, f"unsupported kind '{item.kind}'")
 
 
 def parse_text(source: str, title: str, kind: str, text: str, content_hash: str) -> ParsedDocument:
@@ -82,13 +98,54 @@ def parse_text(source: str, title: str, kind: str, text: str, content_hash: str)
     )
 
 
-def _parse_plain(source: str, kind: str, data: bytes, content_hash: str) -> ParsedDocument:
-    raw, warnings = decode_text(data, source)
-    text = normalize_text(raw)
-    if not text:
-        raise IngestError(source, "no text (only whitespace)")
-    title = _first_line(text) or _stem(source)
-    return _document(source, title, kind, text, content_hash, markdown=kind == "md", warnings=warnings)
+def _parse_plain(item: InputItem) -> Iterator[ParsedDocument]:
+    """A text or markdown file as one document, or, over ``PART_CHARS``, as parts ("file.txt#part 2") of about that
+    size cut at blank lines, read and segmented one at a time so that memory follows the part, not the file."""
+    pieces, warnings = stream_text(lambda: item_chunks(item), item.source)
+    parts = _text_parts(pieces, PART_CHARS)
+    first, second = next(parts, None), next(parts, None)
+    markdown = item.kind == "md"
+    if second is None:
+        text = normalize_text(first or "")
+        if not text:
+            raise IngestError(item.source, "empty file" if first is None else "no text (only whitespace)")
+        title = _first_line(text) or _stem(item.source)
+        yield _document(item.source, title, item.kind, text, item_hash(item), markdown=markdown, warnings=warnings)
+        return
+    title = ""
+    for number, part in enumerate(itertools.chain([first, second], parts), start=1):
+        text = normalize_text(part or "")
+        if not text:
+            continue
+        title = title or _first_line(text) or _stem(item.source)
+        part_hash = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        source = f"{item.source}#part {number}"
+        yield _document(
+            source, f"{title} (part {number})", item.kind, text, part_hash, markdown=markdown, warnings=warnings
+        )
+
+
+def _text_parts(pieces: Iterable[str], size: int) -> Iterator[str]:
+    """The text of ``pieces`` in parts of at most ``size`` characters, each cut after a blank line in its second
+    half where there is one (else after a line, else after a space)."""
+    buffer = ""
+    for piece in pieces:
+        buffer += piece
+        while len(buffer) > size:
+            cut = _cut(buffer, size)
+            yield buffer[:cut]
+            buffer = buffer[cut:]
+    if buffer:
+        yield buffer
+
+
+def _cut(text: str, size: int) -> int:
+    low = size // 2
+    blank = max(text.rfind("\n\n", low, size), text.rfind("\n\r\n", low, size))
+    for found in (blank, text.rfind("\n", low, size), text.rfind(" ", low, size)):
+        if found >= 0:
+            return found + 1
+    return size
 
 
 def _parse_html(source: str, data: bytes, content_hash: str) -> ParsedDocument:
@@ -163,37 +220,52 @@ def _parse_paper_xml(source: str, data: bytes, content_hash: str) -> ParsedDocum
     )
 
 
-def _parse_jsonl(source: str, data: bytes) -> list[ParsedDocument | IngestError]:
-    raw, warnings = decode_text(data, source)
-    results: list[ParsedDocument | IngestError] = []
+def _parse_jsonl(item: InputItem) -> Iterator[ParsedDocument | IngestError]:
+    pieces, warnings = stream_text(lambda: item_chunks(item), item.source)
     seen: set[str] = set()
-    for number, line in enumerate(raw.split("\n"), start=1):
+    records = 0
+    for number, line in enumerate(_lines(pieces), start=1):
         if not line.strip():
             continue
-        where = f"{source}#line {number}"
+        records += 1
+        where = f"{item.source}#line {number}"
         try:
             record = json.loads(line, strict=False)
         except json.JSONDecodeError as error:
-            results.append(IngestError(where, f"invalid JSON: {error.msg} (column {error.colno})"))
+            yield IngestError(where, f"invalid JSON: {error.msg} (column {error.colno})")
             continue
         if not isinstance(record, dict):
-            results.append(IngestError(where, "not a JSON object"))
+            yield IngestError(where, "not a JSON object")
             continue
         doc_id, text, title = record.get("id"), record.get("text"), record.get("title")
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
-            results.append(IngestError(where, 'missing or empty "id"'))
+            yield IngestError(where, 'missing or empty "id"')
         elif not isinstance(text, str) or not text.strip():
-            results.append(IngestError(where, 'missing or empty "text"'))
+            yield IngestError(where, 'missing or empty "text"')
         elif str(doc_id) in seen:
-            results.append(IngestError(where, f"duplicate id {doc_id!r}"))
+            yield IngestError(where, f"duplicate id {doc_id!r}")
         else:
             seen.add(str(doc_id))
             line_hash = hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()
             title = title.strip() if isinstance(title, str) else ""
-            document = parse_text(f"{source}#{doc_id}", title, "jsonl", text, line_hash)
+            document = parse_text(f"{item.source}#{doc_id}", title, "jsonl", text, line_hash)
             document.warnings.extend(warnings)
-            results.append(document if document.text else IngestError(where, "no text once cleaned"))
-    return results or [IngestError(source, "no records in the JSONL file")]
+            yield document if document.text else IngestError(where, "no text once cleaned")
+    if not records:
+        yield IngestError(item.source, "no records in the JSONL file")
+
+
+def _lines(pieces: Iterable[str]) -> Iterator[str]:
+    """The lines of the text in ``pieces``, without their line breaks."""
+    rest: list[str] = []  # the line being read, in pieces
+    for piece in pieces:
+        *lines, tail = piece.split("\n")
+        if lines:
+            lines[0] = "".join([*rest, lines[0]])
+            rest = []
+            yield from lines
+        rest.append(tail)
+    yield "".join(rest)
 
 
 def _document(
@@ -304,22 +376,25 @@ class _Worker:
         self.deadline = self.started + WALL_FACTOR * self.timeout_s + 10
         self.requests.send((item, password))
 
-    def collect(self) -> tuple[list[ParsedDocument | IngestError], bool]:
-        """The results of the current item, and whether this worker can take another one."""
+    def collect(self) -> tuple[list[ParsedDocument | IngestError], bool, bool]:
+        """The results the current item sent now, whether they are its last, and whether this worker can take
+        another item."""
         assert self.item is not None
         try:
-            packed = self.results.recv()
+            packed, done = self.results.recv()
         except (EOFError, OSError):  # the worker died before it could answer
             try:
                 code = self.process.wait(5)
             except subprocess.TimeoutExpired:
                 code = None
-            return [IngestError(self.item.source, _crash_reason(code, self.memory_bytes))], False
+            return [IngestError(self.item.source, _crash_reason(code, self.memory_bytes))], True, False
         except Exception as error:  # a result that cannot be unpickled
-            return [IngestError(self.item.source, f"the parsing worker sent an unreadable result: {error}")], False
+            reason = f"the parsing worker sent an unreadable result: {error}"
+            return [IngestError(self.item.source, reason)], True, False
         results = [IngestError(*r) if isinstance(r, tuple) else r for r in packed]
         healthy = not any(isinstance(r, IngestError) and r.reason.startswith(OUT_OF_MEMORY) for r in results)
-        return results, healthy
+        self.deadline = time.monotonic() + WALL_FACTOR * self.timeout_s + 10  # the next part's
+        return results, done, healthy
 
     def stop(self) -> None:
         """End the worker: politely (end of input) when idle, at once when it is busy or stuck."""
@@ -334,15 +409,24 @@ class _Worker:
         self.results.close()
 
 
+class Parsed(NamedTuple):
+    """Results of one item as they arrive from its worker: most items send all at once, a large text file a part
+    at a time; ``done`` marks an item's last."""
+
+    item: InputItem
+    results: list[ParsedDocument | IngestError]
+    seconds: float  # since the item's previous results (or its start)
+    done: bool
+
+
 def parse_items_isolated(
     items: Iterable[InputItem], password: str | None, limits: Limits, workers: int = 1
-) -> Iterator[tuple[InputItem, list[ParsedDocument | IngestError], float]]:
-    """Parse items in worker processes, at most ``workers`` at once, yielding results as they complete.
+) -> Iterator[Parsed]:
+    """Parse items in worker processes, at most ``workers`` at once, yielding results as they arrive.
 
-    Each item gets ``limits.timeout_s`` seconds of CPU time (a stuck worker is killed after ``WALL_FACTOR`` times
-    that in wall time) and its worker an address space of
-    ``limits.memory_bytes``; timeouts, memory exhaustion and crashes come back as IngestErrors, never as
-    exceptions. Yields ``(item, results, seconds)``.
+    Each result gets ``limits.timeout_s`` seconds of CPU time (a worker that sends nothing for ``WALL_FACTOR``
+    times that in wall time is killed) and its worker an address space of ``limits.memory_bytes``; timeouts,
+    memory exhaustion and crashes come back as IngestErrors, never as exceptions.
     """
     pending = iter(items)
     idle: list[_Worker] = []
@@ -360,7 +444,9 @@ def parse_items_isolated(
                 except OSError as error:  # cannot start a process, or the worker died while idle
                     if worker is not None:
                         worker.stop()
-                    yield item, [IngestError(item.source, f"could not start a parsing worker: {error}")], 0.0
+                    yield Parsed(
+                        item, [IngestError(item.source, f"could not start a parsing worker: {error}")], 0, True
+                    )
                     continue
                 busy.append(worker)
             if not busy:
@@ -372,21 +458,23 @@ def parse_items_isolated(
                 item = worker.item
                 assert item is not None
                 if worker.results in ready:
-                    results, healthy = worker.collect()
+                    results, done, healthy = worker.collect()
                 elif now >= worker.deadline:
                     wall = WALL_FACTOR * limits.timeout_s + 10
                     reason = f"timed out: no result after {wall:g} s (raise the cap with --timeout SECONDS)"
-                    results, healthy = [IngestError(item.source, reason)], False
+                    results, done, healthy = [IngestError(item.source, reason)], True, False
                 else:
                     continue
                 seconds = time.monotonic() - worker.started
-                busy.remove(worker)
-                if healthy:
-                    worker.item = None
-                    idle.append(worker)
-                else:
-                    worker.stop()
-                yield item, results, seconds
+                worker.started = time.monotonic()
+                if done or not healthy:
+                    busy.remove(worker)
+                    if healthy:
+                        worker.item = None
+                        idle.append(worker)
+                    else:
+                        worker.stop()
+                yield Parsed(item, results, seconds, done or not healthy)
     finally:
         for worker in busy + idle:
             worker.stop()

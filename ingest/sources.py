@@ -1,11 +1,15 @@
 """Turn the paths a user gives (files, folders, zip archives) into input items, one per file to parse.
 
-Nothing here parses content: it only walks, checks sizes and types, and unpacks archives safely. Every problem
-becomes an :class:`IngestError` naming the file, and the walk goes on with the next file.
+Nothing here parses content: it only walks, checks sizes and types, and checks archives safely. Every problem
+becomes an :class:`IngestError` naming the file, and the walk goes on with the next file. An archive member is
+checked here by streaming it once (its real size against the caps, and its hash) without keeping its bytes: the
+parsing worker reads it again from the archive (:func:`item_chunks`), so the calling process stays small whatever
+the archive holds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -43,12 +47,51 @@ class Limits:
 
 @dataclass
 class InputItem:
-    """One file to parse: on disk (``path``) or an archive member already read into ``data``."""
+    """One file to parse: on disk (``path``), a ``member`` of the zip archive at ``path``, or bytes in ``data``."""
 
     source: str  # the path, or "archive.zip!dir/file.pdf" for a member
     kind: str  # "pdf", "txt", "md", "html", "jsonl" or "xml" (sentence-XML papers)
     path: Path | None = None
     data: bytes | None = None
+    member: str | None = None  # the name inside the archive at ``path``
+    size: int = 0  # the member's size, measured when it was checked: reading it stops at this many bytes
+    content_hash: str = ""  # sha256 hex of the bytes, when already known
+
+
+def item_chunks(item: InputItem) -> Iterator[bytes]:
+    """The bytes of ``item`` in chunks of at most 1 MiB, never all at once; IngestError when they cannot be read
+    or an archive member expands past the size it had when it was checked."""
+    if item.data is not None:
+        if item.data:
+            yield item.data
+        return
+    if item.path is None:
+        return
+    if item.member is None:
+        with open(item.path, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                yield chunk
+        return
+    try:
+        with zipfile.ZipFile(item.path) as zf, zf.open(item.member) as handle:
+            total = 0
+            while chunk := handle.read(_CHUNK):
+                total += len(chunk)
+                if total > item.size:
+                    raise IngestError(item.source, f"the archive member changed: it is now over {size_text(item.size)}")
+                yield chunk
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, NotImplementedError, zlib.error) as error:
+        raise IngestError(item.source, f"corrupt archive member: {error}") from error
+
+
+def item_hash(item: InputItem) -> str:
+    """The sha256 hex of ``item``'s bytes, read in chunks."""
+    if item.content_hash:
+        return item.content_hash
+    digest = hashlib.sha256()
+    for chunk in item_chunks(item):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def expand_inputs(paths: Iterable[Path], limits: Limits) -> Iterator[InputItem | IngestError]:
@@ -120,9 +163,9 @@ def _archive(path: Path, limits: Limits) -> Iterator[InputItem | IngestError]:
                 return
             budget = limits.max_archive_total_bytes
             for info in members:
-                result = _member(zf, info, archive, limits, budget)
+                result = _member(zf, info, path, limits, budget)
                 if isinstance(result, InputItem):
-                    budget -= len(result.data or b"")
+                    budget -= result.size
                 yield result
                 if isinstance(result, IngestError) and result.reason.startswith("zip bomb"):
                     return
@@ -131,7 +174,7 @@ def _archive(path: Path, limits: Limits) -> Iterator[InputItem | IngestError]:
 
 
 def _member(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str, limits: Limits, budget: int
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: Path, limits: Limits, budget: int
 ) -> InputItem | IngestError:
     name = info.filename
     source = f"{archive}!{name}"
@@ -165,7 +208,7 @@ def _member(
     cap = min(limits.max_file_bytes, budget)
     if info.compress_size:
         cap = min(cap, max(_RATIO_MIN_BYTES, int(info.compress_size * limits.max_compression_ratio)))
-    chunks: list[bytes] = []
+    digest = hashlib.sha256()
     total = 0
     try:
         with zf.open(info) as handle:
@@ -176,10 +219,12 @@ def _member(
                         source,
                         f"zip bomb: expands beyond {size_text(cap)} although it declares {size_text(info.file_size)}",
                     )
-                chunks.append(chunk)
+                digest.update(chunk)
     except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, zlib.error) as error:
         return IngestError(source, f"corrupt archive member: {error}")
-    return InputItem(source, KINDS[suffix], data=b"".join(chunks))
+    if total == 0:
+        return IngestError(source, "empty file")
+    return InputItem(source, KINDS[suffix], path=archive, member=name, size=total, content_hash=digest.hexdigest())
 
 
 def _hidden(name: str) -> bool:

@@ -1,11 +1,12 @@
 """Worker process of :func:`ingest.pipeline.parse_items_isolated`.
 
 ``python -m ingest.worker IN_FD OUT_FD MEMORY_BYTES TIMEOUT_S`` caps its address space, then answers each
-``(item, password)`` request read from IN_FD with the pickled results of ``parse_item`` on OUT_FD until IN_FD
-closes. Errors travel as ``(source, reason)`` tuples. The time cap counts the CPU time the item takes (a profiling
-timer), so a busy machine does not fail a file that would parse in time on an idle one; the parent kills a worker
-that takes much longer in wall time (stuck, not computing), and an alarm later still ends the worker by itself should
-the parent be gone.
+``(item, password)`` request read from IN_FD on OUT_FD until IN_FD closes: one ``([result], False)`` message per
+result of ``iter_parse`` as it is ready (the parts of a large text file travel one by one), then ``([], True)``; or
+``([error], True)`` when the item runs out of time or memory. Errors travel as ``(source, reason)`` tuples. The time
+cap counts the CPU time each result takes (a profiling timer), so a busy machine does not fail a file that would
+parse in time on an idle one; the parent kills a worker that sends nothing for much longer in wall time (stuck, not
+computing), and an alarm later still ends the worker by itself should the parent be gone.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> None:
     timeout_s = float(argv[3])
     _cap_memory(memory_bytes)  # before the heavy imports, so that they count too
     from ingest.document import IngestError
-    from ingest.pipeline import OUT_OF_MEMORY, WALL_FACTOR, cpu_timeout_reason, parse_item
+    from ingest.pipeline import OUT_OF_MEMORY, WALL_FACTOR, cpu_timeout_reason, iter_parse
 
     alarm_s = math.ceil(WALL_FACTOR * timeout_s) + 60
 
@@ -54,14 +55,19 @@ def main(argv: list[str]) -> None:
         signal.alarm(alarm_s)
         signal.setitimer(signal.ITIMER_PROF, timeout_s)  # CPU time of this process, user and system
         try:
-            parsed = parse_item(item, password)
+            for result in iter_parse(item, password):
+                signal.setitimer(signal.ITIMER_PROF, 0)
+                packed = (result.source, result.reason) if isinstance(result, IngestError) else result
+                results.send(([packed], False))
+                signal.alarm(alarm_s)
+                signal.setitimer(signal.ITIMER_PROF, timeout_s)  # the next part gets the cap anew
             signal.setitimer(signal.ITIMER_PROF, 0)
-            results.send([(r.source, r.reason) if isinstance(r, IngestError) else r for r in parsed])
+            results.send(([], True))
         except CpuTimeUp:
-            results.send([(item.source, cpu_timeout_reason(timeout_s))])
-        except MemoryError:  # the results themselves did not fit
+            results.send(([(item.source, cpu_timeout_reason(timeout_s))], True))
+        except MemoryError:  # a result itself did not fit
             signal.setitimer(signal.ITIMER_PROF, 0)
-            results.send([(item.source, OUT_OF_MEMORY)])
+            results.send(([(item.source, OUT_OF_MEMORY)], True))
         signal.alarm(0)
 
 

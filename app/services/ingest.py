@@ -7,7 +7,6 @@ tokens, stored (``Library.store``: one transaction per document) and scheduled f
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 from collections.abc import Iterable, Iterator
@@ -19,7 +18,7 @@ from app.services.errors import UserError, storage_errors
 from app.services.indexes import IndexService
 from ingest.document import IngestError, ParsedDocument
 from ingest.pipeline import parse_items_isolated
-from ingest.sources import InputItem, Limits, expand_inputs
+from ingest.sources import InputItem, Limits, expand_inputs, item_hash
 from model.tokenizer import load_tokenizer
 from storage.library import Library
 
@@ -81,17 +80,6 @@ class IngestSummary:
         )
 
 
-def file_hash(item: InputItem) -> str:
-    digest = hashlib.sha256()
-    if item.data is not None:
-        digest.update(item.data)
-    elif item.path is not None:
-        with open(item.path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
 class IngestService:
     def __init__(self, library: Library, indexes: IndexService) -> None:
         self.library, self.indexes = library, indexes
@@ -112,7 +100,7 @@ class IngestService:
         limits = limits or Limits()
         with storage_errors():
             self.library.ensure_collection(collection, user)
-        inputs = list(expand_inputs(paths, limits))
+        inputs = list(expand_inputs(paths, limits))  # small: archive members are read by the workers
         total = len(inputs)
         index = 0
         to_parse: list[InputItem] = []
@@ -120,17 +108,21 @@ class IngestService:
             if isinstance(entry, IngestError):
                 index += 1
                 yield self._store(collection, entry, index, total, 0.0, user)
-            elif self.library.is_unchanged(collection, entry.source, file_hash(entry), user):
+            elif self.library.is_unchanged(collection, entry.source, item_hash(entry), user):
                 index += 1
                 yield IngestEvent(index, total, entry.source, "unchanged", "unchanged since the last ingest")
             else:
                 to_parse.append(entry)
-        for item, results, seconds in parse_items_isolated(to_parse, password, limits, workers):
-            index += 1
-            if not results:
+        numbers: dict[int, int] = {}  # id(item) -> its index, given when its first results arrive
+        produced: set[int] = set()
+        for item, results, seconds, done in parse_items_isolated(to_parse, password, limits, workers):
+            number = numbers.setdefault(id(item), index + len(numbers) + 1)
+            if results:
+                produced.add(id(item))
+            elif done and id(item) not in produced:
                 results = [IngestError(item.source, "no text found")]
             for result in results:
-                yield self._store(collection, result, index, total, seconds / len(results), user)
+                yield self._store(collection, result, number, total, seconds / len(results), user)
 
     def uploads_dir(self, collection: str, user: str = "") -> Path:
         """Where ``user``'s uploaded files of ``collection`` are kept under the names they gave them."""

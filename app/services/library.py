@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 import zipfile
 from dataclasses import dataclass
@@ -176,13 +175,13 @@ def quote_rects(textpage: pdfium.PdfTextPage, quote: str) -> list[tuple[float, f
 
 
 def source_bytes(document: Document) -> bytes:
-    """The bytes of the document's source: a file, or a member of a (nested) zip archive ``a.zip!b/c.pdf``."""
-    path, *members = [document.source] if Path(document.source).exists() else document.source.split("!")
+    """The bytes of the document's source: a file, or a member of a zip archive ``a.zip!b/c.pdf``."""
+    path, _, member = (document.source, "", "") if Path(document.source).exists() else document.source.partition("!")
     try:
-        data = Path(path).read_bytes()
-        for member in members:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                data = archive.read(member)
+        if not member:
+            return Path(path).read_bytes()
+        with zipfile.ZipFile(path) as archive:
+            data = archive.read(member)
     except (OSError, KeyError, zipfile.BadZipFile) as error:
         raise UserError(
             f"the file of '{document.title}' is gone ({document.source}): ingest it again to see its pages"

@@ -7,6 +7,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from ingest import pipeline
 from ingest.document import IngestError, ParsedDocument
 from ingest.pipeline import parse_item, parse_text
 from ingest.sources import InputItem
@@ -138,3 +141,43 @@ def test_a_million_token_text_is_segmented_whole(check_document: Check) -> None:
     doc = parse_text("big.txt", "", "txt", text, "h")
     check_document(doc)
     assert len(doc.sentences) == 5400 * 9  # each "Section i" line and the eight sentences of its paragraph
+
+
+def test_a_cp1252_byte_late_in_a_long_file_sets_the_encoding(tmp_path: Path) -> None:
+    """The encoding is settled over all the bytes, not the first chunk: a 2 MiB UTF-8-looking file whose only
+    non-ASCII byte is near the end decodes as cp1252, and a UTF-8 character cut by a chunk boundary survives."""
+    old = tmp_path / "old.txt"
+    old.write_bytes(b"Plain words here. " * 120_000 + "Caf\u00e9 \u2014 fin.".encode("cp1252"))
+    [doc] = parse_item(InputItem(str(old), "txt", path=old))
+    assert isinstance(doc, ParsedDocument) and doc.warnings == ["not UTF-8; decoded as cp1252"]
+    assert doc.text.endswith("Caf\u00e9 \u2014 fin.")
+    new = tmp_path / "new.txt"
+    new.write_bytes(b"x" * ((1 << 20) - 1) + " \u00e9t\u00e9.".encode())  # the 2-byte 'é' straddles the 1 MiB chunk
+    [doc] = parse_item(InputItem(str(new), "txt", path=new))
+    assert isinstance(doc, ParsedDocument) and not doc.warnings and doc.text.endswith(" \u00e9t\u00e9.")
+
+
+def test_a_text_file_over_the_part_size_is_ingested_in_parts(
+    tmp_path: Path, check_document: Check, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "PART_CHARS", 1000)
+    paragraphs = [f"Paragraph {i} opens here. It closes there." for i in range(80)]
+    path = tmp_path / "long.md"
+    path.write_text("# Long Report\n\n" + "\n\n".join(paragraphs) + "\n")
+    parts = parse_item(InputItem(str(path), "md", path=path))
+    assert len(parts) == 4 and all(isinstance(p, ParsedDocument) for p in parts)
+    for number, part in enumerate(parts, start=1):
+        assert isinstance(part, ParsedDocument)
+        check_document(part)
+        assert part.source == f"{path}#part {number}" and part.title == f"Long Report (part {number})"
+        assert part.content_hash == hashlib.sha256(part.text.encode()).hexdigest()
+    sentences = [p.text[s.start : s.end] for p in parts if isinstance(p, ParsedDocument) for s in p.sentences]
+    assert sentences == [*(s for p in paragraphs for s in p.replace(". ", ".\n").split("\n"))]
+
+
+def test_jsonl_on_disk_is_read_line_by_line(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text("\r\n".join(json.dumps({"id": i, "text": f"Record {i} " + "word " * 30_000}) for i in range(40)))
+    docs = parse_item(InputItem(str(path), "jsonl", path=path))
+    assert [d.source for d in docs] == [f"{path}#{i}" for i in range(40)]
+    assert all(isinstance(d, ParsedDocument) and d.text.startswith(f"Record {i} word") for i, d in enumerate(docs))

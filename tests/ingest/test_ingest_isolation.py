@@ -25,11 +25,14 @@ class _Crash:
 
 
 def _run(items: list[InputItem], limits: Limits | None = None, workers: int = 2) -> dict[str, list]:
-    out = {}
-    for item, results, seconds in parse_items_isolated(items, None, limits or Limits(timeout_s=30), workers):
-        assert seconds >= 0
-        out[item.source] = results
-    assert len(out) == len(items)
+    out: dict[str, list] = {}
+    done: set[str] = set()
+    for item, results, seconds, last in parse_items_isolated(items, None, limits or Limits(timeout_s=30), workers):
+        assert seconds >= 0 and item.source not in done
+        out.setdefault(item.source, []).extend(results)
+        if last:
+            done.add(item.source)
+    assert done == {item.source for item in items}
     return out
 
 
@@ -79,11 +82,21 @@ def test_the_time_cap_counts_cpu_time(tmp_path: Path) -> None:
 
 
 def test_memory_cap(tmp_path: Path) -> None:
-    big = tmp_path / "big.txt"
-    big.write_bytes(b"lorem ipsum dolor sit amet. " * 1_000_000)
-    out = _run([InputItem(str(big), "txt", path=big)], Limits(timeout_s=60, memory_bytes=500 * 2**20), workers=1)
+    big = tmp_path / "big.html"  # HTML is parsed whole, so its tree has to fit under the cap
+    big.write_bytes(b"<html><body>" + b"<p>lorem ipsum dolor sit amet.</p> " * 800_000 + b"</body></html>")
+    out = _run([InputItem(str(big), "html", path=big)], Limits(timeout_s=60, memory_bytes=500 * 2**20), workers=1)
     [error] = out[str(big)]
     assert isinstance(error, IngestError) and error.reason.startswith("ran out of memory")
+
+
+def test_a_large_text_file_streams_in_parts_under_the_memory_cap(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"  # 28 MB: read whole, its sentences took the worker past 500 MB
+    big.write_bytes(b"lorem ipsum dolor sit amet. " * 1_000_000)
+    out = _run([InputItem(str(big), "txt", path=big)], Limits(timeout_s=120, memory_bytes=500 * 2**20), workers=1)
+    parts = out[str(big)]
+    assert all(isinstance(doc, ParsedDocument) for doc in parts) and len(parts) == 7
+    assert [doc.source for doc in parts] == [f"{big}#part {i}" for i in range(1, 8)]
+    assert sum(len(doc.text.split()) for doc in parts) == 5_000_000  # cut between words, none lost
 
 
 def _worker_children() -> list[int]:
@@ -105,7 +118,7 @@ def test_abandoned_iteration_stops_workers(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     good = InputItem("good.txt", "txt", data=b"Quick.")
     iterator = parse_items_isolated([good, InputItem(str(fifo), "txt", path=fifo)], None, Limits(), workers=2)
-    item, _, _ = next(iterator)
+    item, *_ = next(iterator)
     assert item is good and len(_worker_children()) == 2
     started = time.monotonic()
     iterator.close()  # the hanging worker is killed and the idle one ended, none is left behind

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
+import tracemalloc
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from ingest.document import IngestError
-from ingest.sources import InputItem, Limits, expand_inputs
+from ingest.sources import InputItem, Limits, expand_inputs, item_chunks, item_hash
 
 
 def _expand(*paths: Path, limits: Limits | None = None) -> tuple[list[InputItem], dict[str, str]]:
@@ -65,16 +69,47 @@ def test_zip_members_and_unsafe_paths(tmp_path: Path) -> None:
         zf.writestr("__MACOSX/._good.txt", b"junk")
         zf.writestr("z.md", "# Last")
     items, errors = _expand(archive)
-    assert [(i.source, i.kind, i.data) for i in items] == [
+    assert [(i.source, i.kind, b"".join(item_chunks(i))) for i in items] == [
         (f"{archive}!dir/good.txt", "txt", b"Good text."),
         (f"{archive}!z.md", "md", b"# Last"),
     ]
+    assert [(i.path, i.member, i.data) for i in items] == [(archive, "dir/good.txt", None), (archive, "z.md", None)]
+    assert item_hash(items[0]) == hashlib.sha256(b"Good text.").hexdigest()
     assert "unsafe path" in errors[f"{archive}!../evil.txt"]
     assert "unsafe path" in errors[f"{archive}!/abs/evil.md"]
     assert "nested archive" in errors[f"{archive}!inner.zip"]
     assert errors[f"{archive}!notes.docx"].startswith("unsupported file type '.docx'")
     assert errors[f"{archive}!empty.md"] == "empty file"
     assert len(errors) == 5
+
+
+def test_zip_members_are_checked_without_keeping_their_bytes(tmp_path: Path) -> None:
+    """The 1,100 x 1 MiB archive of the new-user report took the CLI to 1.12 GB: members used to be read into
+    memory. Now they are streamed once for the checks and read again by the parsing worker."""
+    archive = tmp_path / "many.zip"
+    with zipfile.ZipFile(archive, "w") as zf:  # stored: deflated, this text would pass for a zip bomb
+        for i in range(60):
+            zf.writestr(f"m{i:03}.txt", (f"Member {i} says hello. " * 50_000)[: 1 << 20])
+    tracemalloc.start()
+    try:
+        items, errors = _expand(archive)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(items) == 60 and not errors and all(i.data is None and i.size == 1 << 20 for i in items)
+    assert peak < 8 << 20  # 60 MiB of members, a few chunks at a time
+    assert b"".join(item_chunks(items[7])).startswith(b"Member 7 says hello.")
+
+
+def test_an_archive_member_that_grew_after_its_check_is_an_error(tmp_path: Path) -> None:
+    archive = tmp_path / "docs.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("a.txt", "Short.")
+    [item], _ = _expand(archive)
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("a.txt", "Much longer than it was. " * 100_000)
+    with pytest.raises(IngestError, match="the archive member changed: it is now over 6 bytes"):
+        list(item_chunks(item))
 
 
 def test_zip_bomb_by_compression_ratio(tmp_path: Path) -> None:

@@ -109,6 +109,13 @@ def server_url(server: tuple[str, Path]) -> str:
     return server[0]
 
 
+@pytest.fixture(scope="module")
+def fresh_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app without authentication on a library of its own, for tests that depend on document ids."""
+    with _serve(tmp_path_factory.mktemp("serve-fresh")) as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """The app with a login for the users and passwords of ``USERS``: its URL and its folder (``library/`` and the
