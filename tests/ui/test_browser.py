@@ -95,6 +95,8 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.locator("#session-name textarea").fill("paper questions")
     page.click("#session-rename")
     expect(page.locator("#session input")).to_have_value("paper questions (1 question)")
+    box = page.locator("#export-btn").bounding_box()  # a button, not a block stretched over the row
+    assert box and box["height"] < 60 and box["width"] < 320, box
     page.click("#export-btn")
     with page.expect_download() as download:
         page.locator("#export-file a").first.click()

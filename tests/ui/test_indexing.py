@@ -12,22 +12,21 @@ from ui_support import choose_collection, text_pdf, upload_and_ingest
 
 from storage.library import Library
 
-SHARED_PAPERS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "pdf_papers_papermage_fixtures"
 READY_TIMEOUT_S = 180
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 
 
 def _three_pdfs(folder: Path) -> list[Path]:
-    """The three largest shared papers when present (15-39 pages each), else three generated 30-page reports."""
-    papers = sorted(SHARED_PAPERS.glob("*.pdf"), key=lambda p: p.stat().st_size, reverse=True)[:3]
-    if len(papers) == 3:
-        return papers
+    """Three 80-page annual-report-like PDFs (the issue's case), about 40K tokens each."""
     paths = []
-    for topic in ("harbour", "orchard", "observatory"):
-        pages = [[f"Page {p} of the {topic} log, entry {k}: the crew counted {p * 36 + k} crates." for k in range(36)]
-                 for p in range(30)]  # fmt: skip
-        path = folder / f"{topic}-report.pdf"
-        path.write_bytes(text_pdf(f"The {topic} report", pages))
+    for company in ("Harbour Freight", "Orchard Foods", "Observatory Systems"):
+        pages = [
+            [f"Note {p}.{k}: {company} reported segment revenue of {p * 37 + k} million dollars in region {k}."
+             for k in range(36)]
+            for p in range(80)
+        ]  # fmt: skip
+        path = folder / f"{company.split()[0].lower()}-annual-report.pdf"
+        path.write_bytes(text_pdf(f"{company} annual report", pages))
         paths.append(path)
     return paths
 
