@@ -283,11 +283,11 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             )
             evidence = gr.HTML(elem_id="evidence", padding=True)
         history = gr.Chatbot(label="Session history", elem_id="history", height=360)
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=False):  # the button keeps its own height beside the radio block
             export_format = gr.Radio(
                 [("Markdown", "md"), ("JSON", "json")], value="md", label="Export as", elem_id="export-format"
             )
-            export = gr.Button("Export session", elem_id="export-btn", scale=0, min_width=160)
+            export = gr.Button("Export session", elem_id="export-btn", size="md", scale=0, min_width=160)
             export_file = gr.HTML(elem_id="export-file")
         session_status = gr.Markdown(elem_id="session-status")
     session_views = [session, session_id, history]
