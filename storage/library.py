@@ -151,11 +151,16 @@ class Library:
             query = select(Document).where(Document.collection_id == collection_id).order_by(Document.source)
             return list(session.scalars(query))
 
-    def ingested_documents(self) -> list[tuple[int, str]]:
-        """(id, content hash) of every ingested document of the library, every user's, oldest first."""
+    def ingested_documents(self) -> list[tuple[int, str, str]]:
+        """(id, content hash, owner of its collection) of every ingested document of the library, every user's,
+        oldest first."""
         with self.session() as session:
-            query = select(Document.id, Document.content_hash).where(Document.status == "ingested")
-            return [(i, h) for i, h in session.execute(query.order_by(Document.id))]
+            query = (
+                select(Document.id, Document.content_hash, Collection.owner)
+                .join(Collection, Document.collection_id == Collection.id)
+                .where(Document.status == "ingested")
+            )
+            return [(i, h, owner) for i, h, owner in session.execute(query.order_by(Document.id))]
 
     def document(self, document_id: int, with_text: bool = False, user: str | None = None) -> Document | None:
         """The document, None when absent or (given ``user``) in a collection ``user`` may not read."""

@@ -13,7 +13,6 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (2e-3, 2e-3),  # fp16 outputs: half an ulp of values up to ~4
     "grad": (1e-5, 1e-4),
     "int8-scale": (1e-7, 1e-6),
-    "int8-scores": (2e-2, 2e-2),  # CPU int8 path also rounds the query to int8
     "distilled": (1e-3, 1e-4),  # PCA-reduced teacher vectors recomputed
 }
 

@@ -9,7 +9,7 @@ model directly.
     services.summaries   summaries of documents and collections                             (summaries.py)
     services.sessions    chat sessions: list, create, rename, delete, history, export       (sessions.py)
     services.settings    per-user settings, validated                                       (settings.py)
-    services.metrics     the dashboard's records, cache memory and the indexer benchmark    (metrics.py)
+    services.metrics     the dashboard's records, read-cache memory and the indexer benchmark (metrics.py)
 
 Every service reports a request it cannot serve as a ``UserError`` (one line for the user).
 """
@@ -48,4 +48,5 @@ class Services:
         self.ask = AskService(library, self.sessions, self.indexes, generator)
         self.summaries = SummaryService(self.library)
         self.settings = SettingsService(library, self.ask)
-        self.metrics = MetricsService(self.library)
+        self.indexes.settings_of = self.settings.settings  # each user's cache settings shape their read caches
+        self.metrics = MetricsService(self.library, self.indexes, self.settings)

@@ -7,8 +7,10 @@ A reader turns a question into an extractive answer with citations; every citati
 
 - ``bm25``: BM25 (SQLite FTS5, Porter stemming) over the sentences of the chosen collections.
 - ``indexpool``: the trained model (``model.inference.qa``) over the collections' index (``app.services.indexes``):
-  the best passages by the evidence score, each cited by its best sentence. It runs only where the checkpoint is
-  installed.
+  the question's read (its tokens through the hybrid stack, each sparse layer selecting collection tokens through
+  the IndexPool indexer's tier 1 and attending to their keys and values, fetched through tiers 2-3) and the other
+  evidence terms rank the passages, each cited by its best sentence. It runs only where the checkpoint is installed;
+  ``Answer.read`` says what the read cost (tier-2 hits, bytes read, tokens attended, tier-1 bytes, the device).
 
 ``AskService.ask`` checks the request, runs the reader, optionally a generator writing prose from the citations
 (``app.generators``), and records the answer in the user's session (``storage.sessions``) with a metric record.
@@ -59,6 +61,7 @@ class Answer:
     reader: str
     timings_ms: dict[str, float] = field(default_factory=dict)
     generated: Generated | None = None  # when a generator ran
+    read: dict[str, Any] | None = None  # the IndexPool reader's read: tiers, bytes, tokens, device
 
     def to_json(self) -> dict[str, Any]:
         """The documented ``ask --json`` object; ``generated`` only when a generator ran."""
@@ -70,6 +73,8 @@ class Answer:
         }
         if self.generated is not None:
             data["generated"] = asdict(self.generated)
+        if self.read is not None:
+            data["read"] = self.read
         return data
 
 
@@ -145,7 +150,7 @@ class IndexPoolReader:
                         entries.append((collection, document.id, document.content_hash))
         if not entries:
             return Answer(NO_ANSWER, [], self.name, {"load": _ms(started)})
-        from model.inference.qa import Question, answer  # torch: only when the model reads (the CLI starts fast)
+        from model.inference.qa import Question, answer, read  # torch: only when the model reads (the CLI starts fast)
         from model.network.checkpoint import CheckpointMissing, load_model
 
         try:
@@ -153,17 +158,33 @@ class IndexPoolReader:
         except CheckpointMissing as error:
             raise UserError(f"{error}; use --reader bm25") from error
         timings["load"] = _ms(started)
-        indexing = time.perf_counter()  # the documents' indexes, read (or, not built yet, built now) and joined
+        indexing = time.perf_counter()  # the documents' indexes and read caches: memory, files, or built now
         index = self.indexes.index(model, entries)
+        cache = self.indexes.read_cache(model, entries, user)
         timings["index"] = _ms(indexing)
         encoding = time.perf_counter()
         q = Question.encode(model, question)
         timings["encode_question"] = _ms(encoding)
+        reading = read(model, index, cache, q)
+        for stage, ms in reading.timings_ms.items():
+            timings[f"read_{stage}"] = ms
         scoring = time.perf_counter()
-        hits = answer(model, index, q, top_k)
+        hits = answer(model, index, q, top_k, reading)
         timings["score"] = _ms(scoring)
+        stats = {
+            "tier2_hits": reading.tiers.hits,
+            "tier2_misses": reading.tiers.misses,
+            "tier2_hit_rate": round(reading.tiers.hit_rate, 4),
+            "tier2_bytes": reading.tiers.tier2_bytes,
+            "bytes_read": reading.tiers.bytes_read,
+            "tokens_read": reading.tokens_read,
+            "tier1_bytes": cache.tier1_bytes,
+            "tokens": cache.tokens,
+            "compressed": cache.compressed,
+            "device": "cpu",
+        }
         if not hits:
-            return Answer(NO_ANSWER, [], self.name, timings)
+            return Answer(NO_ANSWER, [], self.name, timings, read=stats)
         citing = time.perf_counter()
         refs = [
             (int(index.document_ids[int(index.sentence_document[h.sentence])]), int(index.sentence_number[h.sentence]))
@@ -177,7 +198,7 @@ class IndexPoolReader:
         ]
         chosen = [c for c in citations[:2] if c.score >= citations[0].score - self.answer_margin]
         timings["cite"] = _ms(citing)
-        return Answer(_quote(chosen), citations, self.name, timings)
+        return Answer(_quote(chosen), citations, self.name, timings, read=stats)
 
 
 READERS = ("bm25", "indexpool")
@@ -190,6 +211,7 @@ class AskService:
     def __init__(self, library: Library, sessions: SessionService, indexes: IndexService, generator: str = "") -> None:
         """``generator`` is the generator spec the app offers its users (``serve --generator``), "" for none."""
         self.library, self.sessions = library, sessions
+        self.indexes = indexes
         self.readers = {"bm25": BM25Reader(library), "indexpool": IndexPoolReader(library, indexes)}
         self.metrics = MetricStore(library)
         self.generator = check_generator(generator)
@@ -262,7 +284,9 @@ class AskService:
         self.metrics.add(
             "ask",
             result.timings_ms["total"],
-            {"timings_ms": result.timings_ms, "reader": result.reader} | ran,
+            {"timings_ms": result.timings_ms, "reader": result.reader}
+            | ran
+            | ({"read": result.read} if result.read else {}),
             collection=",".join(collections),
             session_id=session_id,
             user=user,

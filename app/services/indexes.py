@@ -1,27 +1,34 @@
-"""The indexes the IndexPool reader reads: one per document, built once, when the document is ingested.
+"""The indexes the IndexPool reader reads: one per document, built once, when the document is ingested, and the
+question-time read caches built from them under each user's cache settings.
 
     services.indexes.background()             # the web app: a thread indexes every document not indexed yet,
     services.indexes.schedule([document_id])  # ...and each document ingested from then on
+    services.indexes.reconfigure(user)        # the user's cache settings changed: re-pool their documents' tier 1
     services.indexes.build(document_ids, progress)   # the CLI: in the foreground, after ingest
     services.indexes.progress(["papers"], user)      # how far the indexing of collections has come
     services.indexes.index(model, entries)    # a question's selection: the concatenation of its documents' indexes
+    services.indexes.read_cache(model, entries, user)   # ...and what its read scores and fetches (tiers 1-3)
 
 A document's index is kept on disk (``storage.indexes``, keyed by the checkpoint, the document id and its content
-hash, so it is never used for a document that changed) and in memory; a selection's index is keyed by its
-fingerprint, so a question never re-concatenates a selection asked before. A document not indexed yet when a
-question reaches it is indexed then (the question waits for it).
+hash, so it is never used for a document that changed): its arrays, and its tier-3 store (every token's keys and
+values, memory-mapped when read). Its tier-1 entries are pooled from the store under a cache configuration (the
+preset, α, β, γ, ratio and INT8 of the user's settings: ``cache_key``), kept on disk per configuration, so a new
+configuration re-pools without encoding again. Tier 2 is one LRU of pages shared by every question of the process
+(``KVTiers``), its budget the asking user's ``tier2_mb``. A document not indexed yet when a question reaches it is
+indexed then (the question waits for it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.services.errors import UserError, storage_errors
 from model.inference.passages import DocumentText
@@ -31,11 +38,41 @@ from storage.library import Library
 
 if TYPE_CHECKING:  # torch: imported when an index is built or loaded, so that the CLI starts fast
     from model.inference.qa import CollectionIndex
+    from model.inference.read import CacheConfig, DocumentEntries, ReadCache
     from model.network.checkpoint import Model
+    from model.network.indexpool.cache import KVTiers
 
-MEMORY_SELECTIONS = 4  # selection indexes kept in memory
-MEMORY_DOCUMENTS = 4096  # document indexes kept in memory
+MEMORY_SELECTIONS = 4  # selection indexes (and read caches) kept in memory
+MEMORY_DOCUMENTS = 4096  # document indexes and entries kept in memory
+CACHE_FIELDS = ("preset", "alpha", "beta", "gamma", "ratio", "int8")  # the settings that shape tier 1
+DEFAULT_CACHE: dict[str, Any] = {"preset": "default", "alpha": 0.5, "beta": 0.3, "gamma": 0.2, "ratio": 4, "int8": True}
+DEFAULT_TIER2_MB = 64
+MIN_TOKENS = 10_000  # model.inference.read.MIN_TOKENS: below it a selection is read uncompressed
 log = logging.getLogger(__name__)
+
+
+def cache_key(settings: Mapping[str, Any]) -> str:
+    """Short hash of the settings that shape tier 1 (names the folder of its stored entries)."""
+    fields = {name: settings.get(name, DEFAULT_CACHE[name]) for name in CACHE_FIELDS}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def cache_config(settings: Mapping[str, Any]) -> CacheConfig:
+    """The read cache's configuration from a user's settings."""
+    from model.inference.read import CacheConfig
+
+    get = {name: settings.get(name, DEFAULT_CACHE[name]) for name in CACHE_FIELDS}
+    try:
+        return CacheConfig(
+            ratio=int(get["ratio"]),
+            int8=bool(get["int8"]),
+            preset=str(get["preset"]),
+            alpha=float(get["alpha"]),
+            beta=float(get["beta"]),
+            gamma=float(get["gamma"]),
+        )
+    except ValueError as error:
+        raise UserError(f"the cache settings are not valid: {error}") from error
 
 
 def fingerprint(entries: Sequence[tuple[str, int, str]], weights_id: str) -> str:
@@ -50,9 +87,10 @@ def fingerprint(entries: Sequence[tuple[str, int, str]], weights_id: str) -> str
 class IndexProgress:
     """How far the indexing of some collections' documents has come."""
 
-    ready: int  # documents indexed
+    ready: int  # documents indexed (and pooled under the user's cache settings)
     total: int  # documents to index
     state: str  # "ready", "building", "pending" (indexed at the first question), "loading" (the model), "off"
+    tokens: int = 0  # tokens of the documents
 
     @property
     def done(self) -> bool:
@@ -66,7 +104,9 @@ class IndexProgress:
             return "IndexPool index: no documents yet"
         counts = f"{self.ready} of {self.total} documents"
         if self.state == "ready":
-            return f"IndexPool index: ready ({counts})"
+            small = self.tokens < MIN_TOKENS
+            note = f"; {self.tokens:,} tokens: compression is off under {MIN_TOKENS:,}" if small else ""
+            return f"IndexPool index: ready ({counts}{note})"
         if self.state == "loading":
             return f"IndexPool index: loading the model before indexing {self.total} documents"
         if self.state == "building":
@@ -78,14 +118,18 @@ class IndexService:
     def __init__(self, library: Library) -> None:
         self.library = library
         self.store = IndexStore(library.home)
+        self.settings_of: Callable[[str], Mapping[str, Any]] = lambda user: DEFAULT_CACHE  # Services sets it
         self._documents: OrderedDict[tuple[int, str], CollectionIndex] = OrderedDict()
+        self._entries: OrderedDict[tuple[int, str, str], DocumentEntries] = OrderedDict()
         self._selections: OrderedDict[str, CollectionIndex] = OrderedDict()
+        self._reads: OrderedDict[tuple[str, str], ReadCache] = OrderedDict()
         self._memory_lock = threading.Lock()
         self._build_lock = threading.Lock()  # one document encoded at a time, so none is encoded twice
-        self._queue: deque[int] = deque()
+        self._queue: deque[tuple[int, str | None]] = deque()  # (document id, user whose settings to pool for)
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._weights_id: str | None = None  # known once the model is loaded
+        self._tiers: KVTiers | None = None
 
     # ------------------------------------------------------------------ building
 
@@ -95,18 +139,27 @@ class IndexService:
         if self._thread is not None or not indexpool_checkpoint().is_file():
             return
         with storage_errors():
-            every = [document_id for document_id, _ in self.library.ingested_documents()]
+            every = [(document_id, owner) for document_id, _, owner in self.library.ingested_documents()]
         with self._wake:
             self._queue.extend(every)
             self._thread = threading.Thread(target=self._run, name="indexpool-indexer", daemon=True)
         self._thread.start()
 
-    def schedule(self, document_ids: Sequence[int]) -> None:
-        """Queue documents for the background thread; without one (the CLI) nothing happens."""
+    def schedule(self, document_ids: Sequence[int], user: str | None = None) -> None:
+        """Queue documents for the background thread (pooled under ``user``'s settings, default their owner's);
+        without a thread (the CLI) nothing happens."""
         with self._wake:
             if self._thread is not None:
-                self._queue.extend(document_ids)
+                self._queue.extend((document_id, user) for document_id in document_ids)
                 self._wake.notify()
+
+    def reconfigure(self, user: str) -> None:
+        """``user``'s cache settings changed: pool the tier 1 of their documents again, in the background."""
+        with storage_errors():
+            owned = [document_id for document_id, _, owner in self.library.ingested_documents() if owner == user]
+        with self._memory_lock:
+            self._reads.clear()
+        self.schedule(owned, user)
 
     def _run(self) -> None:
         try:
@@ -119,11 +172,13 @@ class IndexService:
             with self._wake:
                 while not self._queue:
                     self._wake.wait()
-                document_id = self._queue.popleft()
+                document_id, user = self._queue.popleft()
             try:
                 document = self.library.document(document_id)
                 if document is not None and document.status == "ingested":
                     self.document_index(model, document_id, document.content_hash)
+                    who = user if user is not None else self._owner(document_id)
+                    self.document_entries(model, document_id, document.content_hash, self.settings_of(who))
             except UserError:  # the document left the library meanwhile
                 continue
             except Exception:  # a defect must not end the indexing of every later document
@@ -134,20 +189,34 @@ class IndexService:
         with self._wake:
             return self._thread is not None and (bool(self._queue) or self._build_lock.locked())
 
-    def build(self, document_ids: Sequence[int], progress: Callable[[int, int, float], None] | None = None) -> int:
-        """Index the documents of ``document_ids`` that are not indexed yet, in the foreground; ``progress(done,
-        total, seconds)`` after each. The number of documents indexed now."""
+    def build(
+        self,
+        document_ids: Sequence[int],
+        progress: Callable[[int, int, float], None] | None = None,
+        user: str = "",
+    ) -> int:
+        """Index the documents of ``document_ids`` that are not indexed yet, and pool them under ``user``'s cache
+        settings, in the foreground; ``progress(done, total, seconds)`` after each. The number of documents
+        indexed or pooled now."""
         model = self._model()
+        settings = self.settings_of(user)
+        key = cache_key(settings)
         with storage_errors():
             documents = [self.library.document(i) for i in document_ids]
         missing = [
             (d.id, d.content_hash)
             for d in documents
-            if d is not None and d.status == "ingested" and not self.store.has(model.weights_id, d.id, d.content_hash)
+            if d is not None
+            and d.status == "ingested"
+            and not (
+                self.store.has(model.weights_id, d.id, d.content_hash)
+                and self.store.has_entries(model.weights_id, key, d.id, d.content_hash)
+            )
         ]
         started = time.perf_counter()
         for done, (document_id, content_hash) in enumerate(missing, start=1):
             self.document_index(model, document_id, content_hash)
+            self.document_entries(model, document_id, content_hash, settings)
             if progress is not None:
                 progress(done, len(missing), time.perf_counter() - started)
         return len(missing)
@@ -162,18 +231,25 @@ class IndexService:
         self._weights_id = model.weights_id
         return model
 
+    def _owner(self, document_id: int) -> str:
+        with storage_errors():
+            owners = {i: owner for i, _, owner in self.library.ingested_documents()}
+        return owners.get(document_id, "")
+
     def _prune(self, weights_id: str) -> None:
         with storage_errors():
-            live = self.library.ingested_documents()
+            live = [(document_id, content_hash) for document_id, content_hash, _ in self.library.ingested_documents()]
         deleted = self.store.prune(weights_id, live)
         if deleted:
-            log.info("removed %d indexes of documents no longer in the library", deleted)
+            log.info("removed %d index files of documents no longer in the library", deleted)
 
     # ------------------------------------------------------------------ reading
 
     def document_index(self, model: Model, document_id: int, content_hash: str) -> CollectionIndex:
-        """The index of one document: from memory, else from its file, else encoded and stored."""
+        """The index of one document, with its tier-3 store: from memory, else from its files, else encoded and
+        stored."""
         from model.inference.qa import CollectionIndex
+        from model.inference.read import DocumentStore
 
         key = (document_id, content_hash)
         index = self._cached(self._documents, key)
@@ -184,15 +260,48 @@ class IndexService:
             if index is not None:
                 return index
             arrays = self.store.load(model.weights_id, document_id, content_hash)
-            try:
-                index = CollectionIndex.from_arrays(arrays, [str(document_id)], model.weights_id) if arrays else None
-            except ValueError:  # stale or partial: encode it again
-                index = None
+            store = self.store.load_store(model.weights_id, document_id, content_hash)
+            index = None
+            if arrays is not None and store is not None:
+                try:
+                    stores = [DocumentStore(*store)]
+                    index = CollectionIndex.from_arrays(arrays, [str(document_id)], model.weights_id, stores)
+                except (TypeError, ValueError):  # stale or partial: encode it again
+                    index = None
             if index is None:
                 index = CollectionIndex.build(model, [self._document_text(document_id)])
-                self.store.save(model.weights_id, document_id, content_hash, index.to_arrays())
+                (built,) = index.stores
+                self.store.save(model.weights_id, document_id, content_hash, index.to_arrays(), (built.kv, built.keys))
+                store = self.store.load_store(model.weights_id, document_id, content_hash)
+                if store is not None:  # read from the memory-mapped files from now on, not the encoder's arrays
+                    index.stores = [DocumentStore(*store)]
             self._remember(self._documents, key, index, MEMORY_DOCUMENTS)
             return index
+
+    def document_entries(
+        self, model: Model, document_id: int, content_hash: str, settings: Mapping[str, Any]
+    ) -> DocumentEntries:
+        """The tier-1 entries of one document under the cache ``settings``: from memory, else from their file,
+        else pooled from its store and saved."""
+        from model.inference.read import DocumentEntries
+
+        key = cache_key(settings)
+        slot = (document_id, content_hash, key)
+        entries = self._cached(self._entries, slot)
+        if entries is not None:
+            return entries
+        layers = model.net.cfg.n_layers
+        arrays = self.store.load_entries(model.weights_id, key, document_id, content_hash)
+        try:
+            entries = DocumentEntries.from_arrays(arrays, layers) if arrays is not None else None
+        except ValueError:
+            entries = None
+        if entries is None:
+            (store,) = self.document_index(model, document_id, content_hash).stores
+            entries = DocumentEntries.pool(store, cache_config(settings), model)
+            self.store.save_entries(model.weights_id, key, document_id, content_hash, entries.to_arrays())
+        self._remember(self._entries, slot, entries, MEMORY_DOCUMENTS)
+        return entries
 
     def index(self, model: Model, entries: Sequence[tuple[str, int, str]]) -> CollectionIndex:
         """The index of the selection ``entries`` ((collection, document id, content hash), at least one), its
@@ -202,44 +311,114 @@ class IndexService:
         key = fingerprint(entries, model.weights_id)
         index = self._cached(self._selections, key)
         if index is None:
-            documents = sorted({(document_id, content_hash) for _, document_id, content_hash in entries})
+            documents = self._ordered(entries)
             index = CollectionIndex.concat([self.document_index(model, *document) for document in documents])
             self._remember(self._selections, key, index, MEMORY_SELECTIONS)
         return index
 
+    def read_cache(self, model: Model, entries: Sequence[tuple[str, int, str]], user: str = "") -> ReadCache:
+        """What a question of ``user`` over the selection ``entries`` reads: its documents' tier-1 entries under the
+        user's cache settings, joined in the order of :meth:`index`, in front of their stores and the shared tier 2
+        (budget: the user's ``tier2_mb``)."""
+        from model.inference.read import ReadCache
+
+        settings = self.settings_of(user)
+        tiers = self.tiers()
+        tiers.set_budget(int(float(settings.get("tier2_mb", DEFAULT_TIER2_MB)) * (1 << 20)))
+        slot = (fingerprint(entries, model.weights_id), cache_key(settings))
+        cache = self._cached(self._reads, slot)
+        if cache is None:
+            documents = []
+            for document_id, content_hash in self._ordered(entries):
+                (store,) = self.document_index(model, document_id, content_hash).stores
+                pooled = self.document_entries(model, document_id, content_hash, settings)
+                documents.append((f"{document_id}-{content_hash}", store, pooled))
+            cache = ReadCache(model, documents, cache_config(settings), tiers)
+            self._remember(self._reads, slot, cache, MEMORY_SELECTIONS)
+        return cache
+
+    def tiers(self) -> KVTiers:
+        """Tier 2, shared by every question of the process."""
+        from model.network.indexpool.cache import KVTiers
+
+        with self._memory_lock:
+            if self._tiers is None:
+                self._tiers = KVTiers(DEFAULT_TIER2_MB << 20)
+            return self._tiers
+
+    def cache_bytes(self, collection: str, user: str = "") -> dict[str, int]:
+        """The read cache of ``user``'s ``collection`` as a question over it reads it: tier-1 bytes under the user's
+        cache settings (of the documents pooled so far; under ``MIN_TOKENS`` tokens, the uncompressed keys), the
+        same entries uncompressed (every token's float32 indexer key, what r = 1 takes), and the tier-3 bytes on
+        disk; all 0 until the model is loaded."""
+        weights_id = self._weights_id
+        totals = {"tier1": 0, "uncompressed": 0, "tier3": 0}
+        if weights_id is None:
+            return totals
+        from model.inference.read import DocumentEntries
+
+        cfg = self._model().net.cfg
+        key = cache_key(self.settings_of(user))
+        with storage_errors():
+            documents = [d for d in self.library.documents(collection, user) if d.status == "ingested"]
+        for d in documents:
+            totals["tier3"] += self.store.store_bytes(weights_id, d.id, d.content_hash)
+            entries = self._cached(self._entries, (d.id, d.content_hash, key))
+            if entries is None:
+                arrays = self.store.load_entries(weights_id, key, d.id, d.content_hash)
+                try:
+                    entries = DocumentEntries.from_arrays(arrays, cfg.n_layers) if arrays else None
+                except ValueError:
+                    entries = None
+            if entries is not None:
+                totals["tier1"] += entries.nbytes
+                totals["uncompressed"] += d.tokens * cfg.n_layers * cfg.indexer_dim * 4
+        if sum(d.tokens for d in documents) < MIN_TOKENS:  # read uncompressed: every token's indexer key
+            totals["tier1"] = totals["uncompressed"]
+        return totals
+
     def progress(self, collections: Sequence[str], user: str = "") -> IndexProgress:
-        """How many of the ingested documents of ``user``'s ``collections`` are indexed."""
+        """How many of the ingested documents of ``user``'s ``collections`` are indexed and pooled under the user's
+        cache settings."""
         with storage_errors():
             visible = set(self.library.collection_names(user))
             documents = {
-                (d.id, d.content_hash)
+                (d.id, d.content_hash, d.tokens)
                 for name in collections
                 if name in visible
                 for d in self.library.documents(name, user)
                 if d.status == "ingested"
             }
+        tokens = sum(t for _, _, t in documents)
         if not indexpool_checkpoint().is_file():
-            return IndexProgress(0, len(documents), "off")
+            return IndexProgress(0, len(documents), "off", tokens)
         weights_id = self._weights_id
         if weights_id is None:
-            return IndexProgress(0, len(documents), "loading" if self._thread is not None else "pending")
-        ready = sum(self.store.has(weights_id, *document) for document in documents)
+            return IndexProgress(0, len(documents), "loading" if self._thread is not None else "pending", tokens)
+        key = cache_key(self.settings_of(user))
+        ready = sum(
+            self.store.has(weights_id, i, h) and self.store.has_entries(weights_id, key, i, h) for i, h, _ in documents
+        )
         if ready == len(documents):
-            return IndexProgress(ready, len(documents), "ready")
-        return IndexProgress(ready, len(documents), "building" if self.building() else "pending")
+            return IndexProgress(ready, len(documents), "ready", tokens)
+        return IndexProgress(ready, len(documents), "building" if self.building() else "pending", tokens)
 
     # ------------------------------------------------------------------ helpers
 
-    def _cached(self, memory: OrderedDict, key: object) -> CollectionIndex | None:
-        with self._memory_lock:
-            index = memory.get(key)
-            if index is not None:
-                memory.move_to_end(key)
-            return index
+    @staticmethod
+    def _ordered(entries: Sequence[tuple[str, int, str]]) -> list[tuple[int, str]]:
+        return sorted({(document_id, content_hash) for _, document_id, content_hash in entries})
 
-    def _remember(self, memory: OrderedDict, key: object, index: CollectionIndex, size: int) -> None:
+    def _cached(self, memory: OrderedDict, key: object) -> Any:
         with self._memory_lock:
-            memory[key] = index
+            value = memory.get(key)
+            if value is not None:
+                memory.move_to_end(key)
+            return value
+
+    def _remember(self, memory: OrderedDict, key: object, value: object, size: int) -> None:
+        with self._memory_lock:
+            memory[key] = value
             while len(memory) > size:
                 memory.popitem(last=False)
 

@@ -1,5 +1,6 @@
-"""What the dashboard shows: the recorded requests, the indexer cache memory of each collection, and the indexer
-benchmark run at one length (``model.bench.indexer.run_benchmark``), recorded as a "bench" metric."""
+"""What the dashboard shows: the recorded requests (each ask with its read: tier-2 hits, bytes read, stage timings),
+the read cache of each collection as answers use it, and the indexer benchmark run at one length
+(``model.bench.indexer.run_benchmark``), recorded as a "bench" metric."""
 
 from __future__ import annotations
 
@@ -7,46 +8,33 @@ import time
 from typing import Any
 
 from app.services.errors import UserError
+from app.services.indexes import IndexService
 from app.services.library import LibraryService
+from app.services.settings import SettingsService
 from storage.metrics import MetricStore
 
 BENCH_TOKENS = (8192, 1_000_000)  # the lengths the dashboard's benchmark accepts
 
 
 class MetricsService:
-    def __init__(self, library: LibraryService) -> None:
-        self.library = library
+    def __init__(self, library: LibraryService, indexes: IndexService, settings: SettingsService) -> None:
+        self.library, self.indexes, self.settings = library, indexes, settings
         self.store = MetricStore(library.library)
 
     def records(self, user: str = "") -> list[dict[str, Any]]:
         """``user``'s recorded requests (asks, summaries, benchmarks), oldest first."""
         return self.store.records(user)
 
-    def cache_memory(self, ratio: int = 4, user: str = "") -> list[dict[str, Any]]:
-        """Per collection, the indexer key-cache bytes of its documents (each its own stream) uncompressed, with
-        IndexPool at ``ratio``:1, and with INT8 entries: ``[{"collection", "method", "bytes"}]``."""
-        from model.network.indexpool.config import IndexPoolConfig  # torch (the package): only for the dashboard
-        from model.network.indexpool.indexer import cache_bytes
-
-        try:
-            methods = {
-                "uncompressed": (IndexPoolConfig(), "uncompressed"),
-                f"IndexPool {ratio}:1": (IndexPoolConfig(ratio=ratio), "indexpool"),
-                f"IndexPool {ratio}:1 INT8": (IndexPoolConfig(ratio=ratio, int8=True), "indexpool"),
-            }
-        except ValueError as error:
-            raise UserError(str(error)) from error
+    def cache_memory(self, user: str = "") -> list[dict[str, Any]]:
+        """Per collection of ``user``, the read cache as answers use it (``IndexService.cache_bytes``): tier-1 bytes
+        under the user's cache settings, the same keys uncompressed, tier-3 bytes on disk, and the settings' label:
+        ``[{"collection", "tokens", "tier1", "uncompressed", "tier3", "cache"}]``."""
+        settings = self.settings.settings(user)
+        label = f"{settings['preset']}, {settings['ratio']}:1" + (" INT8" if settings["int8"] else "")
         rows = []
         for info in self.library.collections(user):
-            tokens = [d.tokens for d in self.library.ingested(info.name, user)]
-            for label, (cfg, method) in methods.items():
-                rows.append(
-                    {
-                        "collection": info.name,
-                        "method": label,
-                        "bytes": sum(cache_bytes(cfg, t, method) for t in tokens),
-                    }
-                )
+            sizes = self.indexes.cache_bytes(info.name, user)
+            rows.append({"collection": info.name, "tokens": info.tokens, **sizes, "cache": label})
         return rows
 
     def run_indexer_bench(self, tokens: int, queries: int = 8, steps: int = 5, user: str = "") -> dict[str, Any]:

@@ -6,18 +6,14 @@ from typing import Any
 
 from app.services.ask import READERS, AskService
 from app.services.errors import UserError
+from app.services.indexes import DEFAULT_CACHE, DEFAULT_TIER2_MB, cache_key
 from model.inference.summarizers import SUMMARIZERS
 from storage.db import StorageError
 from storage.library import Library
 from storage.settings import SettingsStore
 
-DEFAULT_SETTINGS: dict[str, Any] = {
-    "preset": "default",  # an IndexPool preset (model.network.indexpool.config.PRESETS)
-    "alpha": 0.5,  # IndexPool pooling weights: positional, content, temporal
-    "beta": 0.3,
-    "gamma": 0.2,
-    "ratio": 4,
-    "int8": False,
+DEFAULT_SETTINGS: dict[str, Any] = DEFAULT_CACHE | {  # the IndexPool preset, α, β, γ, ratio, INT8 of the read cache
+    "tier2_mb": DEFAULT_TIER2_MB,  # the read's tier-2 LRU of key/value pages, in MiB (0: every page from disk)
     "top_k": 5,  # used by Ask
     "reader": "",  # used by Ask; "" = AskService.default_reader() (the model when its checkpoint is installed)
     "summarizer": "indexpool",  # the Summarize tab's default
@@ -25,12 +21,14 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 }
 PRESET_NAMES = ["default", "technical", "news"]  # model.network.indexpool.config.PRESETS (a test keeps them equal)
 POOL_RATIOS = (1, 2, 4, 8)
+MAX_TIER2_MB = 16384
 
 
 class SettingsService:
     def __init__(self, library: Library, ask: AskService) -> None:
         self.store = SettingsStore(library.home)
         self.ask = ask
+        self.indexes = ask.indexes
 
     def settings(self, user: str = "") -> dict[str, Any]:
         """The settings of ``user``: the defaults, overridden by what the user saved."""
@@ -77,6 +75,9 @@ class SettingsService:
             raise UserError(f"top-k must be a whole number between 1 and 100, got {merged['top_k']}")
         if not isinstance(merged["int8"], bool):
             raise UserError(f"INT8 must be on or off, got {merged['int8']}")
+        tier2 = merged["tier2_mb"]
+        if not isinstance(tier2, int | float) or isinstance(tier2, bool) or not 0 <= tier2 <= MAX_TIER2_MB:
+            raise UserError(f"the tier-2 budget must be between 0 and {MAX_TIER2_MB} MiB, got {tier2}")
         if merged["reader"] not in READERS:
             raise UserError(f"unknown reader '{merged['reader']}' (readers: {', '.join(READERS)})")
         if merged["summarizer"] not in SUMMARIZERS:
@@ -99,8 +100,11 @@ class SettingsService:
         except ValueError as error:
             raise UserError(str(error)) from error
         stored = merged | {"generator": "" if merged["generator"] == choices[-1] else merged["generator"]}
+        before = cache_key(self.settings(user))
         try:
             self.store.save(stored, user)
         except (OSError, StorageError) as error:
             raise UserError(f"cannot save the settings: {error}") from error
+        if cache_key(merged) != before:  # the read cache changes: re-pool the user's documents in the background
+            self.indexes.reconfigure(user)
         return merged

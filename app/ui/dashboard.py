@@ -1,5 +1,6 @@
-"""The Dashboard tab: latency per stage and its distribution, p50/p95 per kind of request, request counts, the
-indexer key-cache memory of each collection, and the indexer benchmark at a chosen length."""
+"""The Dashboard tab: latency per stage and its distribution, p50/p95 per kind of request, request counts, each
+question's read (tier-2 hit rate, bytes read from disk, the device that answered), the read cache of each collection
+as answers use it, and the indexer benchmark at a chosen length."""
 
 from __future__ import annotations
 
@@ -94,39 +95,94 @@ def latency_table(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def read_plot(records: list[dict[str, Any]]) -> Figure:
+    """Each question's read over time: its tier-2 hit rate and the bytes it read from tier 3 (points)."""
+    figure = Figure(figsize=(6.4, 3.4), layout="constrained")
+    rate, read = figure.subplots(1, 2)
+    rate.set_title("Tier-2 hit rate per question", fontsize=11)
+    read.set_title("Bytes read from disk per question", fontsize=11)
+    asks = [r for r in records if r["kind"] == "ask" and r["data"].get("read")]
+    if not asks:
+        _no_data(rate, "no IndexPool questions yet")
+        _no_data(read, "")
+        return figure
+    times = [r["created_at"] for r in asks]
+    rate.scatter(times, [100 * r["data"]["read"]["tier2_hit_rate"] for r in asks], s=12, color="tab:purple")
+    rate.set_ylim(-5, 105)
+    rate.set_ylabel("%")
+    read.scatter(times, [max(r["data"]["read"]["bytes_read"], 1) / 2**10 for r in asks], s=12, color="tab:red")
+    read.set_yscale("log")
+    read.set_ylabel("KiB (log scale)")
+    figure.autofmt_xdate()
+    return figure
+
+
+def read_status(records: list[dict[str, Any]]) -> str:
+    """One line on the last question's read."""
+    asks = [r for r in records if r["kind"] == "ask" and r["data"].get("read")]
+    if not asks:
+        return "No IndexPool question yet."
+    last = asks[-1]["data"]["read"]
+    scored = "IndexPool tier 1" if last["compressed"] else "uncompressed keys: under 10,000 tokens"
+    return (
+        f"Last question: answered on **{last['device']}**, read {last['tokens_read']:,} tokens of "
+        f"{last['tokens']:,} ({scored}), "
+        f"tier-2 hit rate {100 * last['tier2_hit_rate']:.0f} %, {last['bytes_read'] / 2**10:,.0f} KiB from disk."
+    )
+
+
 def memory_plot(rows: list[dict[str, Any]]) -> Figure:
-    """Indexer key-cache memory per collection and method."""
-    figure, axes = _figure("Indexer key cache per collection")
+    """Tier 1 of each collection's read cache beside the same keys uncompressed."""
+    figure, axes = _figure("Read cache tier 1 per collection")
     if not rows:
         _no_data(axes, "no collections yet")
         return figure
-    table = pd.DataFrame(rows).pivot(index="collection", columns="method", values="bytes")
-    table = table[sorted(table.columns, key=lambda method: (method != "uncompressed", method))] / 2**20
-    width = 0.8 / len(table.columns)
-    for offset, method in enumerate(table.columns):
-        axes.bar(np.arange(len(table)) + offset * width, table[method], width, label=method)
-    axes.set_xticks(np.arange(len(table)) + width * (len(table.columns) - 1) / 2, table.index)
+    names = [row["collection"] for row in rows]
+    x = np.arange(len(rows))
+    axes.bar(x - 0.2, [row["uncompressed"] / 2**20 for row in rows], 0.4, label="uncompressed (r = 1, float32)")
+    axes.bar(x + 0.2, [row["tier1"] / 2**20 for row in rows], 0.4, label=f"this cache ({rows[0]['cache']})")
+    axes.set_xticks(x, names)
     axes.set_ylabel("MiB")
     axes.legend(fontsize=8)
     return figure
 
 
-def dashboard(services: Services, request: gr.Request) -> tuple[Figure, Figure, Figure, str, Figure]:
-    """The dashboard's plots from the recorded metrics and the library's token counts (the cache memory at the
-    user's pooling ratio)."""
+def memory_table(rows: list[dict[str, Any]]) -> str:
+    """The read cache of each collection in bytes, as a Markdown table."""
+    if not rows:
+        return "No collections yet."
+    lines = [
+        f"Read cache ({rows[0]['cache']}); tier 1 is resident, tier 3 is on disk, memory-mapped.",
+        "",
+        "| collection | tokens | tier 1 bytes | uncompressed bytes | tier 3 bytes |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['collection']} | {row['tokens']:,} | {row['tier1']:,} | {row['uncompressed']:,} | "
+            f"{row['tier3']:,} |"
+        )
+    return "\n".join(lines)
+
+
+def dashboard(services: Services, request: gr.Request) -> tuple[Any, ...]:
+    """The dashboard's plots from the recorded metrics and the read caches of the user's collections."""
     user = user_of(request)
     records = services.metrics.records(user)
     try:
-        ratio = services.settings.settings(user)["ratio"]
+        memory = services.metrics.cache_memory(user)
     except UserError as error:
         fail(error)
-        ratio = 4
+        memory = []
     return (
         stage_plot(records),
         latency_histogram(records),
         request_counts(records),
         latency_table(records),
-        memory_plot(services.metrics.cache_memory(ratio, user)),
+        read_plot(records),
+        read_status(records),
+        memory_plot(memory),
+        memory_table(memory),
     )
 
 
@@ -185,9 +241,14 @@ def dashboard_tab(services: Services) -> None:
             histogram = gr.Plot(label="Total latency distribution", show_label=False, elem_id="plot-histogram")
         with gr.Row():
             counts = gr.Plot(label="Requests by kind", show_label=False, elem_id="plot-counts")
+            percentiles = gr.Markdown(elem_id="latency-percentiles")
+        with gr.Row():
             with gr.Column():
-                percentiles = gr.Markdown(elem_id="latency-percentiles")
-                memory = gr.Plot(label="Indexer cache memory per collection", show_label=False, elem_id="plot-memory")
+                reads = gr.Plot(label="Each question's read", show_label=False, elem_id="plot-read")
+                read_line = gr.Markdown(elem_id="read-status")
+            with gr.Column():
+                memory = gr.Plot(label="Read cache per collection", show_label=False, elem_id="plot-memory")
+                memory_bytes = gr.Markdown(elem_id="cache-table")
         gr.Markdown(
             "**Indexer benchmark** (`indexpool bench`): latency, cache bytes and recall of each indexer "
             "method at one context length, over the Python standard library's documentation. The first run "
@@ -204,7 +265,7 @@ def dashboard_tab(services: Services) -> None:
         bench_status = gr.Markdown(elem_id="bench-status")
         bench_table = gr.Dataframe(headers=BENCH_COLUMNS, label="Benchmark", interactive=False, elem_id="bench-table")
         bench_chart = gr.Plot(label="Benchmark: latency and cache per method", show_label=False, elem_id="plot-bench")
-    views = [stages, histogram, counts, percentiles, memory]
+    views = [stages, histogram, counts, percentiles, reads, read_line, memory, memory_bytes]
     gr.on([tab.select, refresh.click], bind(dashboard, services), None, views, **PRIVATE)
     bench_button.click(
         bind(run_bench, services),

@@ -1,5 +1,6 @@
-"""The Settings tab: per user, top-k, reader and generator (used by Ask), the default summarizer, the IndexPool
-preset, α, β, γ, the pooling ratio (used by the memory plot) and INT8, validated when saved."""
+"""The Settings tab: per user, top-k, reader and generator (used by Ask), the default summarizer, and the read
+cache their questions read: the IndexPool preset, α, β, γ, the pooling ratio and INT8 (saving new ones re-pools the
+user's documents in the background) and the tier-2 budget; validated when saved."""
 
 from __future__ import annotations
 
@@ -12,7 +13,19 @@ from app.services.settings import POOL_RATIOS, PRESET_NAMES
 from app.ui.common import PRIVATE, bind, fail, user_of
 
 GENERATOR_OFF_LABEL = "off (the extractive answer only)"
-SETTING_NAMES = ["preset", "alpha", "beta", "gamma", "ratio", "int8", "top_k", "reader", "summarizer", "generator"]
+SETTING_NAMES = [
+    "preset",
+    "alpha",
+    "beta",
+    "gamma",
+    "ratio",
+    "int8",
+    "tier2_mb",
+    "top_k",
+    "reader",
+    "summarizer",
+    "generator",
+]
 
 
 def show_settings(services: Services, request: gr.Request) -> tuple[Any, ...]:
@@ -41,6 +54,7 @@ def save_settings(
     gamma: float,
     ratio: int,
     int8: bool,
+    tier2_mb: float,
     top_k: float,
     reader: str,
     summarizer: str,
@@ -48,10 +62,11 @@ def save_settings(
     request: gr.Request,
 ) -> tuple[Any, ...]:
     """Validate and store the Settings tab's values for the user; a status line says what happened."""
-    values = [preset, alpha, beta, gamma, ratio, int8, top_k, reader, summarizer, generator]
+    values = [preset, alpha, beta, gamma, ratio, int8, tier2_mb, top_k, reader, summarizer, generator]
     settings = dict(zip(SETTING_NAMES, values, strict=True))
-    if isinstance(top_k, float) and top_k.is_integer():  # a number box gives floats
-        settings["top_k"] = int(top_k)
+    for name in ("top_k", "tier2_mb"):  # a number box gives floats
+        if isinstance(settings[name], float) and settings[name].is_integer():
+            settings[name] = int(settings[name])
     try:
         saved = services.settings.save(settings, user_of(request))
     except UserError as error:
@@ -59,7 +74,7 @@ def save_settings(
     return *(saved[name] for name in SETTING_NAMES), (
         f"saved: top-k {saved['top_k']}, reader {saved['reader']}, summarizer {saved['summarizer']}, preset "
         f"{saved['preset']} (α {saved['alpha']}, β {saved['beta']}, γ {saved['gamma']}), ratio {saved['ratio']}:1"
-        f"{', INT8' if saved['int8'] else ''}, generator {saved['generator']}"
+        f"{', INT8' if saved['int8'] else ''}, tier 2 {saved['tier2_mb']} MiB, generator {saved['generator']}"
     )
 
 
@@ -69,10 +84,13 @@ def settings_tab(services: Services) -> None:
     generators = [(GENERATOR_OFF_LABEL if g == "off" else g, g) for g in services.ask.generator_choices()]
     with gr.Tab("Settings", id="settings") as tab:
         gr.Markdown(
-            "Top-k (1–100), the reader and the generator are used by Ask, the summarizer by Summarize and the pooling "
-            "ratio by the dashboard's memory plot; the IndexPool weights (α, β, γ between 0 and 1, adding up to 1) "
-            "and INT8 are kept for the model. Values are checked when saved; a rejected value is named and the form "
-            "keeps what you typed."
+            "Top-k (1–100), the reader and the generator are used by Ask, the summarizer by Summarize. The IndexPool "
+            "preset, its weights (α, β, γ between 0 and 1, adding up to 1), the pooling ratio and INT8 decide the "
+            "cache your questions read (tier 1: each document's pooled indexer entries); saving new ones re-pools "
+            "your documents in the background (the Library tab shows the progress). Under 10,000 tokens a question "
+            "reads uncompressed keys whatever the ratio. Tier 2 keeps recently read key/value pages in memory (0: "
+            "every page from disk); answers do not depend on it. Values are checked when saved; a rejected value is "
+            "named and the form keeps what you typed."
         )
         with gr.Row():
             top_k = gr.Number(label="Top-k citations", precision=0, elem_id="top-k")
@@ -92,9 +110,10 @@ def settings_tab(services: Services) -> None:
         with gr.Row():
             ratio = gr.Dropdown(list(POOL_RATIOS), label="Pooling ratio r (keys per entry)", elem_id="ratio")
             int8 = gr.Checkbox(label="INT8 pooled keys", elem_id="int8")
+            tier2_mb = gr.Number(label="Tier-2 budget (MiB)", precision=0, elem_id="tier2-mb")
         save = gr.Button("Save settings", variant="primary", elem_id="settings-save")
         status = gr.Markdown(elem_id="settings-status")
-    controls = [preset, alpha, beta, gamma, ratio, int8, top_k, reader, summarizer, generator]
+    controls = [preset, alpha, beta, gamma, ratio, int8, tier2_mb, top_k, reader, summarizer, generator]
     tab.select(bind(show_settings, services), None, [*controls, status], **PRIVATE)
     preset.input(bind(preset_weights, services), preset, [alpha, beta, gamma], **PRIVATE)
     save.click(bind(save_settings, services), controls, [*controls, status], **PRIVATE)

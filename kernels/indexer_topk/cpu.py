@@ -6,9 +6,9 @@ memory stays O(chunk·Tq·H + Tq·k) whatever the number of keys. The running to
 equal scores lowest index first, so the selection is the same however the keys are chunked; keys at or beyond a
 query's limit score -inf.
 
-INT8 keys use an integer product (``torch._int_mm``, int32 accumulation, exact) with each query head quantized to
-int8 by its absmax; the per-key and per-head scales are applied to the int32 sums in float32
-(ReLU(σ x) = σ ReLU(x) for σ > 0). Its only error beyond the keys' own quantization is the query rounding.
+INT8 keys are widened to float32 chunk by chunk and their per-key scales applied to the ReLU'd sums
+(ReLU(σ x) = σ ReLU(x) for σ > 0), as the Triton kernel does: the queries stay float, so both paths score alike
+(and pick the same entries) up to the order of float32 sums.
 """
 
 from __future__ import annotations
@@ -48,19 +48,12 @@ def indexer_topk_cpu(
     N = keys.shape[0]
     qm = q.float().reshape(Tq * H, D).t().contiguous()  # (D, Tq*H)
     wm = _head_weight_matrix(w)  # (Tq*H, Tq)
-    if scales is not None:  # int8 queries: per-(t, h) absmax scale, folded into the head weights
-        q_scale = qm.abs().amax(0).clamp_min(1e-12) / 127.0  # (Tq*H,)
-        qm = torch.floor(qm / q_scale + 0.5).clamp_(-127, 127).to(torch.int8)
-        wm = wm * q_scale[:, None]
     chunk = max(k, CHUNK_ELEMENTS // (Tq * H))
     best_v = torch.empty(Tq, 0)
     best_i = torch.empty(Tq, 0, dtype=torch.int64)
     for s in range(0, N, chunk):
         kc = keys[s : s + chunk]  # (n, D)
-        if scales is None:
-            dots = torch.mm(kc.float(), qm).relu_()  # (n, Tq*H)
-        else:
-            dots = torch._int_mm(kc, qm).relu_().float()  # (n, Tq*H) exact int32 sums
+        dots = torch.mm(kc.float(), qm).relu_()  # (n, Tq*H); int8 codes widened
         sc = torch.mv(dots, wm[:, 0])[None] if Tq == 1 else torch.mm(dots, wm).t()  # (Tq, n)
         if scales is not None:
             sc = sc * scales[s : s + chunk].float()

@@ -15,8 +15,8 @@ hybrid layer (``--layer``, default the last) computes from that layer's sparse-s
 H_I, d_I, r, the sink and the local window are the model's. ``indexpool`` (and ``_int8``, ``_adaptive``) pool with the
 layer's trained pooling weights (α, β, γ, σ, λ), the write-time content query being the block's last token's query,
 as in the model; the run checks that its pooled keys equal the model's own indexer cache (``model_cache_max_diff``).
-Needle questions are asked after the context as the model asks them (``HybridModel.query``: the question's tokens
-continue the stream, and each gets the layer's indexer query).
+Needle questions get the indexer queries the model's question read gives them (``QuestionQueries`` of the layer, on
+the question's states through the stack; ``ModelIndexerKeys.question_queries``).
 
 ``minilm``: the pretrained all-MiniLM-L6-v2 encoder (256-token windows, cached by ``textkeys.py``), centred by the mean
 state of the first cached shard and projected to d_I with a fixed seeded Gaussian projection P (384, d_I):

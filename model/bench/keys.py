@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from ingest.stdlib_docs import write_stdlib_corpus
+from model.network.hybrid import DenseLayer
 from model.network.indexpool.config import IndexPoolConfig
 from model.network.paths import indexpool_checkpoint
 
@@ -263,6 +264,22 @@ class ModelIndexerKeys:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text).tolist()
 
+    @torch.no_grad()
+    def question_queries(self, question: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The layer's indexer queries (Tl, H_I, d_I) and head weights (Tl, H_I) of a question's tokens, from the
+        question's own projections (``QuestionQueries``) on its states through the stack, each layer reading an
+        empty collection (the question alone)."""
+        cfg = self.cfg
+        empty = [DenseLayer(torch.zeros(0, 2, cfg.n_kv_heads, cfg.head_dim)) for _ in self.model.blocks]
+        captured: list[tuple[torch.Tensor, torch.Tensor]] = []
+        handle = self.sparse.question.register_forward_hook(lambda _m, _a, out: captured.append((out[1], out[2])))
+        try:
+            self.model.read(torch.as_tensor(question, dtype=torch.int64), empty)
+        finally:
+            handle.remove()
+        iq, iw = captured[0]
+        return iq.float(), iw.float()
+
     def _hook(self, _module: nn.Module, _args, out: torch.Tensor) -> None:
         if self._sink is not None:
             iq, _, iw = self.sparse.indexer_project(out.detach())  # (1, T, H, D), (1, T, H)
@@ -306,9 +323,9 @@ class ModelIndexerKeys:
             self._sink = on_stream
             state = self.model.prefill(ids[:n], self.chunk_tokens)
             keys = state.sparse[self.layer].indexer.keys.data[:n].clone()  # the stored (window-mean) keys
-            self._sink = lambda iq, iw: asked.append((iq.clone(), iw.clone()))
+            self._sink = None
             for question in questions:
-                self.model.query(torch.as_tensor(question, dtype=torch.int64), state)
+                asked.append(self.question_queries(question))
             self._sink = on_stream
             if end > n:
                 self.model.prefill(ids[n:end], self.chunk_tokens, state=state)

@@ -7,20 +7,24 @@
 
 Building encodes each document as its own stream (``HybridModel.prefill``: the linear-attention stream and the
 IndexPool sparse stream, whose indexer selects blocks with ``kernels.indexer_topk``) and keeps, per passage and per
-sentence, its pooled state's unit embedding and its token ids; no token state is kept. So an index is the
-concatenation of its documents' indexes, and the app indexes each document once, when it is ingested.
+sentence, its pooled state's unit embedding and its token ids, and per document what a question's read needs
+(``model.inference.read.DocumentStore``: every token's key and value and indexer key per sparse layer). So an index
+is the concatenation of its documents' indexes, and the app indexes each document once, when it is ingested.
 
 Evidence score of a passage p for a question q (each term z-scored over the collection's passages):
 
+    read       log(ε + attention mass p received in the question's read): the question's tokens through the hybrid
+               stack, each sparse layer selecting collection tokens through the IndexPool indexer and attending to
+               them (``model.inference.read``); the mass is summed over layers, heads (weighted) and question tokens
     match      TokenMatchHead: weighted MaxSim of the question's tokens against p's tokens over the distilled token
                embeddings, plus its document term (see ``model.network.hybrid.heads.TokenMatchHead``)
     semantic   cos(E_q, E_p)               EvidenceHead over the question's and p's pooled states
     doc        cos(E_q, mean of E_p' in p's document)   which document (meeting, paper) the question is about
 
-``score = w_match · match + w_sem · semantic + w_doc · doc`` with the checkpoint's :class:`EvidenceWeights` (fitted by
-training on QMSum train meetings held out of every stage). The answer cites, for each of the best k passages, the
-sentence that best answers the question (the match and semantic terms over the passage's sentences): a sentence of
-the library, named by its document and its index among the document's sentences.
+``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc`` with the checkpoint's
+:class:`EvidenceWeights` (fitted on training data held out of every stage). The answer cites, for each of the best k
+passages, the sentence that best answers the question (the match and semantic terms over the passage's sentences): a
+sentence of the library, named by its document and its index among the document's sentences.
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ import torch
 import torch.nn.functional as F
 
 from model.inference.passages import DocumentText, pack_passages
+from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
 from model.network.checkpoint import Model
+from model.network.indexpool.cache import KVTiers
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 3  # of the arrays; arrays of another format are rebuilt
+FORMAT = 4  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
+READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
 
 
 @dataclass
@@ -107,6 +114,9 @@ class CollectionIndex:
     passage_tokens: TokenBags
     sentence_tokens: TokenBags
     vocab_size: int
+    passage_token_spans: torch.Tensor  # (P, 2) int64 token spans, documents' tokens one after the other
+    document_tokens: torch.Tensor  # (D,) int64 tokens of each document
+    stores: list[DocumentStore] | None = None  # (D,) what a read needs of each document; None: not kept
 
     def __post_init__(self) -> None:
         self.passage_document = self.sentence_document[self.passage_first[:-1]]  # (P,)
@@ -141,7 +151,8 @@ class CollectionIndex:
         ids, starts, _ = tokenizer.encode_offsets(document.text)
         p_tokens = char_to_token_spans(starts, passages.spans)  # (P, 2)
         s_tokens = char_to_token_spans(starts, document.sentences)  # (S, 2)
-        means = encode_spans(net, ids, np.concatenate([p_tokens, s_tokens]))  # (P + S, d)
+        state = net.model.new_state(record=True)
+        means = encode_spans(net, ids, np.concatenate([p_tokens, s_tokens]), state)  # (P + S, d)
         n = len(document.sentences)
         empty = torch.zeros(0, net.cfg.d_model)
         return cls(
@@ -157,6 +168,9 @@ class CollectionIndex:
             passage_tokens=TokenBags.build([ids[a:b] for a, b in p_tokens]),
             sentence_tokens=TokenBags.build(tokenizer.encode_batch([document.sentence_text(i) for i in range(n)])),
             vocab_size=net.cfg.vocab_size,
+            passage_token_spans=_int(p_tokens, 2),
+            document_tokens=_int([len(ids)]),
+            stores=[DocumentStore.of(state)],
         )
 
     @classmethod
@@ -172,6 +186,8 @@ class CollectionIndex:
         documents = np.cumsum([0] + [len(p.document_ids) for p in parts[:-1]])
         firsts = [p.passage_first[:-1] + int(s) for p, s in zip(parts, sentences, strict=True)]
         total = int(sentences[-1]) + len(parts[-1].sentence_document)
+        tokens = np.cumsum([0] + [int(p.document_tokens.sum()) for p in parts[:-1]])
+        stores = [s for p in parts for s in p.stores] if all(p.stores is not None for p in parts) else None
         return cls(
             weights_id=parts[0].weights_id,
             document_ids=[i for p in parts for i in p.document_ids],
@@ -185,19 +201,22 @@ class CollectionIndex:
             passage_tokens=TokenBags.concat([p.passage_tokens for p in parts]),
             sentence_tokens=TokenBags.concat([p.sentence_tokens for p in parts]),
             vocab_size=parts[0].vocab_size,
+            passage_token_spans=torch.cat([p.passage_token_spans + int(t) for p, t in zip(parts, tokens, strict=True)]),
+            document_tokens=torch.cat([p.document_tokens for p in parts]),
+            stores=stores,
         )
 
     # ------------------------------------------------------------------ save / load
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays ``from_arrays`` rebuilds the index from."""
+        """The arrays ``from_arrays`` rebuilds the index from (the stores are kept apart: ``stores``)."""
         arrays = {
             "format": np.array(FORMAT),
             "weights_id": np.array(self.weights_id),
             "document_ids": np.array(self.document_ids, dtype=str),
             "vocab_size": np.array(self.vocab_size),
         }
-        for name in ("sentence_document", "sentence_number", "sentence_spans", "passage_first", "passage_spans"):
+        for name in INT_ARRAYS:
             arrays[name] = getattr(self, name).numpy()
         for name in ("passage_emb", "sentence_emb"):
             arrays[name] = getattr(self, name).numpy()
@@ -209,10 +228,14 @@ class CollectionIndex:
 
     @classmethod
     def from_arrays(
-        cls, arrays: dict[str, np.ndarray], document_ids: Sequence[str], weights_id: str
+        cls,
+        arrays: dict[str, np.ndarray],
+        document_ids: Sequence[str],
+        weights_id: str,
+        stores: list[DocumentStore] | None = None,
     ) -> CollectionIndex:
-        """The index saved by ``to_arrays``; ValueError when it is of another format, another set of documents or
-        another checkpoint, or incomplete."""
+        """The index saved by ``to_arrays`` (with its documents' ``stores``); ValueError when it is of another
+        format, another set of documents or another checkpoint, or incomplete."""
         try:
             if int(arrays["format"]) != FORMAT or str(arrays["weights_id"]) != weights_id:
                 raise ValueError("the stored index is of another format or was built by another checkpoint")
@@ -226,23 +249,24 @@ class CollectionIndex:
             return cls(
                 weights_id=weights_id,
                 document_ids=list(document_ids),
-                **{
-                    name: tensors[name]
-                    for name in (
-                        "sentence_document",
-                        "sentence_number",
-                        "sentence_spans",
-                        "passage_first",
-                        "passage_spans",
-                        "passage_emb",
-                        "sentence_emb",
-                    )
-                },
+                **{name: tensors[name] for name in (*INT_ARRAYS, "passage_emb", "sentence_emb")},
                 **bags,
                 vocab_size=int(arrays["vocab_size"]),
+                stores=stores,
             )
         except KeyError as error:
             raise ValueError(f"the stored index lacks {error}") from error
+
+
+INT_ARRAYS = (
+    "sentence_document",
+    "sentence_number",
+    "sentence_spans",
+    "passage_first",
+    "passage_spans",
+    "passage_token_spans",
+    "document_tokens",
+)
 
 
 def _int(values: np.ndarray, width: int = 0) -> torch.Tensor:
@@ -290,23 +314,54 @@ class Question:
         return cls(ids, net.encode_question(ids), net.match.keys(net.model.embed.weight))
 
 
+def read_term(mass: torch.Tensor) -> torch.Tensor:
+    """The read's evidence term from the attention mass of each passage.  (P,) → (P,) z-scored"""
+    return _zscore((mass + READ_FLOOR).log())
+
+
 @torch.no_grad()
-def evidence_terms(model: Model, index: CollectionIndex, question: Question) -> dict[str, torch.Tensor]:
-    """The z-scored terms of the evidence score of every passage.  → {"match", "semantic", "doc"}: (P,)"""
+def evidence_terms(
+    model: Model, index: CollectionIndex, question: Question, read: ReadResult | None = None
+) -> dict[str, torch.Tensor]:
+    """The z-scored terms of the evidence score of every passage.  → {"match", "semantic", "doc"[, "read"]}: (P,)"""
     net = model.net
     match = match_scores(net, question.ids, index.passage_tokens, index.idf, question.keys)
     documents = index.passage_document
-    return {
+    terms = {
         "match": _zscore(net.match.logits(match, documents, len(index.document_ids))),
         "semantic": _zscore(index.passage_emb @ question.embedding),
         "doc": _zscore(index.document_emb[documents] @ question.embedding),
     }
+    if read is not None:
+        terms["read"] = read_term(read.mass)
+    return terms
 
 
 def evidence_score(model: Model, terms: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The evidence score from the terms of :func:`evidence_terms`.  → (P,)"""
+    """The evidence score from the terms of :func:`evidence_terms` (a missing read term counts 0).  → (P,)"""
     w = model.weights
-    return w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
+    score = w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
+    return score + w.read * terms["read"] if "read" in terms else score
+
+
+def read_cache(
+    model: Model, index: CollectionIndex, config: CacheConfig | None = None, tiers: KVTiers | None = None
+) -> ReadCache:
+    """The read cache of an index whose stores it holds (evaluation, training): each document's tier 1 pooled under
+    ``config`` (default: IndexPool 4:1 INT8), tier 2 ``tiers`` (default: none)."""
+    if index.stores is None:
+        raise ValueError("the index keeps no stores: build it with CollectionIndex.build")
+    config = config or CacheConfig()
+    documents = [
+        (document_id, store, DocumentEntries.pool(store, config, model))
+        for document_id, store in zip(index.document_ids, index.stores, strict=True)
+    ]
+    return ReadCache(model, documents, config, tiers if tiers is not None else KVTiers(0))
+
+
+def read(model: Model, index: CollectionIndex, cache: ReadCache, question: Question) -> ReadResult:
+    """The question's read over ``cache`` (the index's documents, in order), as passage masses."""
+    return read_passages(model, index.passage_token_spans, cache, question.ids)
 
 
 @torch.no_grad()
@@ -331,12 +386,15 @@ class Hit:
 
 
 @torch.no_grad()
-def answer(model: Model, index: CollectionIndex, question: str | Question, k: int) -> list[Hit]:
-    """The best ``k`` passages for ``question``, best first, each with its best sentence."""
+def answer(
+    model: Model, index: CollectionIndex, question: str | Question, k: int, reading: ReadResult | None = None
+) -> list[Hit]:
+    """The best ``k`` passages for ``question``, best first, each with its best sentence; ``reading``: the
+    question's read of the index (:func:`read`), without which the read term is left out."""
     if not index.passages:
         return []
     q = question if isinstance(question, Question) else Question.encode(model, question)
-    score = evidence_score(model, evidence_terms(model, index, q))
+    score = evidence_score(model, evidence_terms(model, index, q, reading))
     best = score.topk(min(k, index.passages))
     return [
         Hit(p, best_sentence(model, index, q, p), float(v))

@@ -26,6 +26,7 @@ FORMAT = "indexpool-checkpoint/1"
 class EvidenceWeights:
     """How the terms of the evidence score are combined (fitted by training, stored in the checkpoint)."""
 
+    read: float = 0.0  # w_read: the question-time read (attention mass through the IndexPool indexer)
     match: float = 1.0  # w_match: the token-match term
     semantic: float = 1.0  # w_sem: the pooled-state cosine
     doc: float = 0.5  # w_doc: the document-level semantic prior
@@ -34,15 +35,9 @@ class EvidenceWeights:
     @classmethod
     def from_dict(cls, data: dict) -> EvidenceWeights:
         """The weights stored in a checkpoint; fields of older checkpoints that no longer exist are ignored (the
-        "indexer" term of checkpoints up to 599c693cbc9a was fitted to 0 and never computed)."""
+        "indexer" term of checkpoints up to 599c693cbc9a was fitted to 0 and never computed; they have no "read")."""
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
-
-
-CACHE_VARIANTS: dict[str, dict] = {  # the same weights with another indexer cache, for side-by-side evaluation
-    "int8": {"int8_cache": True},  # IndexPool r = 4 with INT8 pooled keys
-    "uncompressed": {"pool_method": "uncompressed"},  # the r = 1 reference indexer
-}
 
 
 def save_checkpoint(net: IndexPoolNet, path: Path, evidence: EvidenceWeights, meta: dict) -> str:
@@ -62,14 +57,13 @@ def save_checkpoint(net: IndexPoolNet, path: Path, evidence: EvidenceWeights, me
     return weights_id
 
 
-def load_checkpoint(path: Path, variant: str = "") -> tuple[IndexPoolNet, EvidenceWeights, dict]:
-    """The checkpoint's model; ``variant`` (a key of CACHE_VARIANTS) swaps its indexer cache. Weights the network
-    no longer has (heads removed since) and, for the uncompressed variant, the pooling weights are left out."""
+def load_checkpoint(path: Path) -> tuple[IndexPoolNet, EvidenceWeights, dict]:
+    """The checkpoint's model. Weights the network no longer has (heads removed since) are left out."""
     payload = torch.load(path, map_location="cpu", weights_only=True)
     if payload.get("format") != FORMAT:
         raise ValueError(f"{path}: not an IndexPool checkpoint ({payload.get('format')!r})")
     config = {"indexer_key_window": 1} | payload["config"]  # checkpoints before the field had token keys
-    net = IndexPoolNet(HybridConfig.from_dict(config | CACHE_VARIANTS.get(variant, {})))
+    net = IndexPoolNet(HybridConfig.from_dict(config))
     expected = net.state_dict()
     state = {k: v.float() if v.is_floating_point() else v for k, v in payload["state"].items() if k in expected}
     net.load_state_dict(state)
@@ -91,7 +85,7 @@ class Model:
         return self.net.cfg.weights_id
 
 
-_models: dict[tuple[Path, int, str], Model] = {}  # by (checkpoint, its mtime, variant): loaded once per process
+_models: dict[tuple[Path, int], Model] = {}  # by (checkpoint, its mtime): loaded once per process
 _models_lock = threading.Lock()
 
 
@@ -99,14 +93,14 @@ class CheckpointMissing(FileNotFoundError):
     """No checkpoint at the path; the message says where it was looked for."""
 
 
-def load_model(path: Path | None = None, variant: str = "") -> Model:
+def load_model(path: Path | None = None) -> Model:
     """The checkpoint at ``path`` (default :func:`indexpool_checkpoint`), loaded once per process."""
     path = (path or indexpool_checkpoint()).resolve()
     if not path.is_file():
         raise CheckpointMissing(f"the IndexPool model checkpoint is not installed ({path})")
-    key = (path, path.stat().st_mtime_ns, variant)
+    key = (path, path.stat().st_mtime_ns)
     with _models_lock:
         if key not in _models:
-            net, weights, _ = load_checkpoint(path, variant)
+            net, weights, _ = load_checkpoint(path)
             _models[key] = Model(net, weights, load_tokenizer(), path)
         return _models[key]

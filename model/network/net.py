@@ -14,7 +14,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.network.hybrid import EvidenceHead, HybridConfig, HybridModel, SalienceHead, SpanAccumulator, TokenMatchHead
+from model.network.hybrid import (
+    CollectionState,
+    EvidenceHead,
+    HybridConfig,
+    HybridModel,
+    SalienceHead,
+    SpanAccumulator,
+    TokenMatchHead,
+)
 from model.network.hybrid.heads import span_means
 
 TEACHER_DIM = 384
@@ -111,11 +119,14 @@ def char_to_token_spans(starts: np.ndarray, spans: np.ndarray, offset: int = 0) 
 
 
 @torch.no_grad()
-def encode_spans(net: IndexPoolNet, ids: np.ndarray, spans: np.ndarray) -> torch.Tensor:
-    """Weighted mean states of token ``spans`` (S, 2) of one document, by streaming prefill.  → (S, d)"""
+def encode_spans(
+    net: IndexPoolNet, ids: np.ndarray, spans: np.ndarray, state: CollectionState | None = None
+) -> torch.Tensor:
+    """Weighted mean states of token ``spans`` (S, 2) of one document, by streaming prefill (continuing ``state``
+    when given, e.g. a recording one: ``net.model.new_state(record=True)``).  → (S, d)"""
     if len(ids) == 0:
         return torch.zeros(len(spans), net.cfg.d_model)
     stream = torch.as_tensor(ids, dtype=torch.int64)
     acc = WeightedSpanAccumulator(net.pool, stream, torch.as_tensor(spans), net.cfg.d_model)
-    net.model.prefill(stream, CHUNK_TOKENS, on_chunk=acc.add)
+    net.model.prefill(stream, CHUNK_TOKENS, state=state, on_chunk=acc.add)
     return acc.means()

@@ -2,14 +2,19 @@
 
 from .config import HybridConfig
 from .heads import EvidenceHead, SalienceHead, SpanAccumulator, TokenMatchHead, span_means
-from .model import CollectionState, HybridModel, QueryOutput
+from .model import CollectionState, HybridModel, ReadOutput
+from .question_read import CollectionLayer, DenseLayer, LayerRead, QuestionQueries
 
 __all__ = [
+    "CollectionLayer",
     "CollectionState",
+    "DenseLayer",
     "EvidenceHead",
     "HybridConfig",
     "HybridModel",
-    "QueryOutput",
+    "LayerRead",
+    "QuestionQueries",
+    "ReadOutput",
     "SalienceHead",
     "SpanAccumulator",
     "TokenMatchHead",

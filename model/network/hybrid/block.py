@@ -7,10 +7,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.network.indexpool import Selection
-
 from .config import HybridConfig
 from .linear_attention import GatedLinearAttention
+from .question_read import CollectionLayer, DenseLayer, LayerRead, attend_all, read
 from .sparse_attention import SparseAttention, SparseCache
 
 
@@ -58,9 +57,15 @@ class HybridBlock(nn.Module):
         x = x + self._fuse(h, lin, self.sparse(h, caches), stats)
         return self._mlp(x), gla_state
 
-    def question(self, x, gla_state, cache: SparseCache, stats: dict | None = None) -> tuple[torch.Tensor, Selection]:
-        """Question tokens after a collection: x (1, Tq, d) → (x, Selection); nothing is written."""
+    def read(
+        self, x: torch.Tensor, collection: CollectionLayer | DenseLayer, k_tokens: int
+    ) -> tuple[torch.Tensor, LayerRead]:
+        """Question tokens reading a stored collection: x (1, Tq, d) → (x, LayerRead). Their linear-attention state
+        starts from zero; the sparse stream reads the collection (``question_read``); nothing is written."""
         h = self.norm1(x)
-        lin, _ = self.linear(h, gla_state)
-        sparse, selection = self.sparse.attend_question(h, cache)
-        return self._mlp(x + self._fuse(h, lin, sparse, stats)), selection
+        lin, _ = self.linear(h)
+        if isinstance(collection, DenseLayer):
+            sparse, trace = attend_all(self.sparse, h[0], collection)
+        else:
+            sparse, trace = read(self.sparse, h[0], collection, k_tokens)
+        return self._mlp(x + self._fuse(h, lin, sparse[None], None)), trace

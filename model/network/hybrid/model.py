@@ -3,7 +3,7 @@
     model = HybridModel(HybridConfig())
     h = model(ids)                                   # (B, T, d) training on short sequences (right padding is fine)
     state = model.prefill(token_stream, chunk_tokens=4096, on_chunk=fn)   # a collection, streamed
-    out = model.query(question_ids, state)           # out.hidden (Tq, d), out.selections (one per layer)
+    out = model.read(question_ids, layers)           # a question reading a stored collection (question_read.py)
 
 Prefill keeps per layer: the linear-attention state (constant size), the sparse stream's keys/values, and the IndexPool
 indexer (pooled indexer keys). Working memory beyond those caches is bounded by ``chunk_tokens``; final token states
@@ -19,10 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from model.network.indexpool import Selection
-
 from .block import HybridBlock
 from .config import HybridConfig
+from .question_read import CollectionLayer, DenseLayer, LayerRead
 from .sparse_attention import SparseCache
 
 
@@ -37,9 +36,9 @@ class CollectionState:
 
 
 @dataclass
-class QueryOutput:
+class ReadOutput:
     hidden: torch.Tensor  # (Tq, d) final question states
-    selections: list[Selection]  # per layer: the collection entries each question token selected
+    layers: list[LayerRead]  # per layer: the collection tokens read and the attention mass each received
 
 
 def _chunks(tokens: torch.Tensor | np.ndarray | Iterable, size: int) -> Iterator[torch.Tensor]:
@@ -103,10 +102,10 @@ class HybridModel(nn.Module):
         x = self.embed(ids)
         return x if self.embed_proj is None else self.embed_proj(x)
 
-    def new_state(self) -> CollectionState:
-        return CollectionState(
-            self.model_version, 0, [None] * len(self.blocks), [SparseCache(b.sparse) for b in self.blocks]
-        )
+    def new_state(self, record: bool = False) -> CollectionState:
+        """An empty stream; with ``record`` its caches keep what a question's read needs (``SparseCache``)."""
+        caches = [SparseCache(b.sparse, record) for b in self.blocks]
+        return CollectionState(self.model_version, 0, [None] * len(self.blocks), caches)
 
     def _encode(self, ids: torch.Tensor, states: list[CollectionState]) -> torch.Tensor:
         """ids (B, T) continuing B streams (one state each, updated in place) → final hidden states (B, T, d)."""
@@ -122,7 +121,7 @@ class HybridModel(nn.Module):
         return self.norm(x)
 
     def forward(self, ids: torch.Tensor, return_states: bool = False):
-        """ids (B, T) → hidden (B, T, d) [, the B CollectionStates, so a question can attend to each row]."""
+        """ids (B, T) → hidden (B, T, d) [, the B CollectionStates]."""
         states = [self.new_state() for _ in range(ids.shape[0])]
         h = self._encode(ids, states)
         return (h, states) if return_states else h
@@ -134,10 +133,12 @@ class HybridModel(nn.Module):
         chunk_tokens: int = 4096,
         state: CollectionState | None = None,
         on_chunk: Callable[[int, torch.Tensor], None] | None = None,
+        record: bool = False,
     ) -> CollectionState:
         """Encode a token stream (1-D ids, or an iterable of 1-D pieces) in chunks of ``chunk_tokens``; a given
-        state is continued. ``on_chunk(start, hidden (T, d))`` receives each chunk's final states."""
-        state = state if state is not None else self.new_state()
+        state is continued, else a new one made (``record``: keeping what a question's read needs).
+        ``on_chunk(start, hidden (T, d))`` receives each chunk's final states."""
+        state = state if state is not None else self.new_state(record)
         self._check(state)
         for ids in _chunks(tokens, chunk_tokens):
             start = state.length
@@ -146,17 +147,18 @@ class HybridModel(nn.Module):
                 on_chunk(start, h[0])
         return state
 
-    def query(self, question_ids: torch.Tensor | np.ndarray, state: CollectionState) -> QueryOutput:
-        """The question's tokens continue each layer's linear-attention state and attend through the sparse stream
-        to the whole collection. The state is not changed."""
-        self._check(state)
+    def read(
+        self, question_ids: torch.Tensor, layers: list[CollectionLayer] | list[DenseLayer], k_tokens: int = 0
+    ) -> ReadOutput:
+        """A question's tokens (Tq,) through the stack, each sparse layer reading its stored collection layer
+        (``k_tokens`` tokens selected per question token, 0: the config's ``topk_tokens``)."""
         x = self.embed_tokens(torch.as_tensor(question_ids, dtype=torch.int64).reshape(1, -1))
-        self.stats = {}
-        selections = []
-        for i, block in enumerate(self.blocks):
-            x, sel = block.question(x, state.gla[i], state.sparse[i], self.stats)
-            selections.append(sel)
-        return QueryOutput(self.norm(x)[0], selections)
+        k_tokens = k_tokens or self.cfg.topk_tokens
+        reads = []
+        for block, layer in zip(self.blocks, layers, strict=True):
+            x, trace = block.read(x, layer, k_tokens)
+            reads.append(trace)
+        return ReadOutput(self.norm(x)[0], reads)
 
     def _check(self, state: CollectionState) -> None:
         if state.model_version != self.model_version:

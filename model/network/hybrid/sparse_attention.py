@@ -8,9 +8,10 @@ These sets are disjoint. Collection tokens (prefill, training) share one selecti
 ``query_block`` tokens: block g = [gQ, gQ + Q) is selected by the indexer query of token gQ − 1, among entries
 lying in [sink, gQ − W) (``IndexPoolIndexer.select_blocks``: the ``kernels.indexer_topk`` op, each block limited to
 its own entries, ties to the older entries). Everything depends on positions only, so streaming prefill in any chunk
-sizes computes the same thing as one pass. Question tokens (``attend_question``) each get their own selection over the
-whole collection through ``IndexPoolIndexer.select`` and attend to the collection's last window and the question
-causally. No positional encoding (NoPE): order comes from the linear-attention stream and the causal masks.
+sizes computes the same thing as one pass. Question tokens read a stored collection through ``question_read.read``
+with the layer's ``QuestionQueries``; a cache that records (``SparseCache(layer, record=True)``) keeps what that read
+needs of each token: its key and value, its indexer key and its write-time content query.
+No positional encoding (NoPE): order comes from the linear-attention stream and the causal masks.
 
 With ``k_tokens = -1`` every entry is selected and the stream is full causal softmax attention.
 
@@ -31,11 +32,11 @@ from model.network.indexpool import (
     IndexPoolIndexer,
     MeanPoolingWeights,
     PoolingWeights,
-    Selection,
     StaticPoolingWeights,
 )
 
 from .config import HybridConfig
+from .question_read import QuestionQueries
 
 
 def window_mean(keys: torch.Tensor, previous: torch.Tensor, window: int) -> torch.Tensor:
@@ -57,10 +58,10 @@ def window_mean(keys: torch.Tensor, previous: torch.Tensor, window: int) -> torc
 
 
 class KVStore:
-    """Growable store of one layer's keys and values (amortized O(1) appends).  data (L, 2, Hkv, Dh)"""
+    """Growable store of one layer's rows per token (amortized O(1) appends), e.g. keys and values (L, 2, Hkv, Dh)."""
 
-    def __init__(self, n_kv_heads: int, head_dim: int, dtype: torch.dtype) -> None:
-        self.buf, self.n = torch.empty(0, 2, n_kv_heads, head_dim, dtype=dtype), 0
+    def __init__(self, *row_shape: int, dtype: torch.dtype) -> None:
+        self.buf, self.n = torch.empty(0, *row_shape, dtype=dtype), 0
 
     def append(self, kv: torch.Tensor) -> None:
         need = self.n + kv.shape[0]
@@ -82,11 +83,13 @@ class KVStore:
 
 class SparseCache:
     """One layer's sparse-stream cache of one token stream: keys/values, the IndexPool indexer, and the indexer
-    query of the token that selects for the open query block."""
+    query of the token that selects for the open query block; with ``record``, also each token's indexer key and
+    write-time content query Σ_h w_h q_h (``read_keys`` (L, 2, d_I) float16), what a question's read pools."""
 
-    def __init__(self, layer: SparseAttention) -> None:
+    def __init__(self, layer: SparseAttention, record: bool = False) -> None:
         cfg = layer.cfg
-        self.kv = KVStore(cfg.n_kv_heads, cfg.head_dim, getattr(torch, cfg.cache_dtype))
+        self.kv = KVStore(2, cfg.n_kv_heads, cfg.head_dim, dtype=getattr(torch, cfg.cache_dtype))
+        self.read_keys = KVStore(2, cfg.indexer_dim, dtype=torch.float16) if record else None
         self.indexer = IndexPoolIndexer(cfg.indexpool_config(), method=cfg.pool_method, weights=layer.pool_weights)
         self.block_q = torch.zeros(cfg.indexer_heads, cfg.indexer_dim)  # (H_I, d_I)
         self.block_w = torch.zeros(cfg.indexer_heads)  # (H_I,)
@@ -133,6 +136,7 @@ class SparseAttention(nn.Module):
         self.index_q = nn.Linear(cfg.d_model, cfg.indexer_heads * cfg.indexer_dim, bias=False)
         self.index_k = nn.Linear(cfg.d_model, cfg.indexer_dim, bias=False)
         self.index_w = nn.Linear(cfg.d_model, cfg.indexer_heads, bias=False)
+        self.question = QuestionQueries(cfg)  # question tokens' own projections (question_read.read)
         # the learnable pooling weights (α, β, γ, σ, λ for IndexPool), shared by the indexers of every stream
         self.pool_weights: nn.Module | None = None
         if cfg.pool_method == "indexpool":
@@ -176,6 +180,9 @@ class SparseAttention(nn.Module):
             ik = self.indexer_keys(token_keys[b], cache.key_tail.to(token_keys.dtype))  # (T, d_I)
             if keep:
                 cache.key_tail = torch.cat([cache.key_tail, token_keys[b].float()])[-keep:]
+            if cache.read_keys is not None:
+                content = torch.einsum("thd,th->td", iq[b], iw[b])  # (T, d_I) write-time content queries
+                cache.read_keys.append(torch.stack([token_keys[b], content], 1).detach().half())
             out.append(self._stream(q[b], kv[b], iq[b], ik, iw[b], cache))
         return torch.stack(out)
 
@@ -215,26 +222,3 @@ class SparseAttention(nn.Module):
         if nxt >= p0:
             cache.block_q, cache.block_w = iq[nxt - p0].detach(), iw[nxt - p0].detach()
         return out
-
-    def attend_question(self, x: torch.Tensor, cache: SparseCache) -> tuple[torch.Tensor, Selection]:
-        """Question tokens after a collection, each selecting its own top-k entries of the whole collection.
-        x (1, Tq, d) → ((1, Tq, H, D), the Selection); the cache is only read."""
-        cfg = self.cfg
-        q, kv = self.project(x)
-        iq, _, iw = self.indexer_project(x.detach())
-        q, kv = q[0], kv[0]
-        Tq, L = q.shape[0], cache.length
-        k_tokens = L if cfg.topk_tokens < 0 else cfg.topk_tokens
-        selection = cache.indexer.select(iq[0], iw[0], k_tokens)  # forced [(0, lo), (hi, L)]
-        (_, lo), (hi, _) = selection.forced
-        r = cache.indexer.block
-        offs = torch.arange(r)
-        sel = (selection.starts[:, :, None] + offs).flatten(1)  # (Tq, m·r)
-        sel_ok = (offs < selection.lengths[:, :, None]).flatten(1)
-        fixed = torch.cat([torch.arange(lo), torch.arange(hi, L + Tq)]).expand(Tq, -1)  # sink, window, question
-        pos = torch.cat([sel, fixed], 1)  # (Tq, n)
-        qpos = L + torch.arange(Tq)
-        valid = torch.cat([sel_ok, torch.ones_like(fixed, dtype=torch.bool)], 1) & (pos <= qpos[:, None])
-        keys = gather_kv(cache, kv, L, pos)  # (Tq, n, 2, Hkv, D)
-        out = attend(q[:, None], keys[:, :, 0], keys[:, :, 1], valid[:, None])  # (Tq, 1, H, D)
-        return out.transpose(0, 1), selection

@@ -1,6 +1,6 @@
-"""IndexPool: a pooled (optionally INT8) indexer key cache for sparse attention, with a tiered block cache."""
+"""IndexPool: a pooled (optionally INT8) indexer key cache for sparse attention, with a tiered key/value cache."""
 
-from .cache import TieredCache
+from .cache import KVTiers, TierStats
 from .config import PRESETS, IndexPoolConfig
 from .indexer import IndexPoolIndexer, Selection
 from .monitor import CallRecord
@@ -16,7 +16,8 @@ __all__ = [
     "PoolingWeights",
     "Selection",
     "StaticPoolingWeights",
-    "TieredCache",
+    "KVTiers",
+    "TierStats",
     "fake_quant",
     "hadamard",
 ]

@@ -1,82 +1,100 @@
-"""Tiered cache for full-resolution blocks.
+"""Tiers 2 and 3 of a collection's key/value store, as a question's read fetches from them.
 
-Tier 1 (pooled, optionally INT8, indexer keys) lives in the indexer and is always resident. This module holds
-tier 2, an LRU of hot full-resolution pages (keys and values) under a byte budget, and tier 3, the full store: a
-growable tensor in RAM, or a memory-mapped file for very long collections. ``fetch`` counts a hit per page found in
-tier 2 and a miss per page read from tier 3.
+Tier 1 (pooled, INT8 by default, indexer entries) is what a read scores; it is small and always resident. Tier 3 is
+every token's full-resolution key and value: one array per document (``(layers, L, 2, Hkv, D)`` float16, memory-mapped
+from disk by the app, in memory in evaluation). Tier 2 is an LRU of recently read pages of ``page_tokens`` tokens
+under a byte budget, shared by every question of the process: a page read again is a hit, a page read from tier 3 a
+miss. The rows returned do not depend on the budget (a budget of 0 keeps nothing and reads everything from tier 3).
+
+    tiers = KVTiers(budget_bytes=64 << 20)
+    rows = tiers.fetch("doc-17", layer=0, store=array, positions=torch.tensor([3, 4, 900]))   # (3, 2, Hkv, D)
+    tiers.stats()                                      # hits, misses, bytes read from tier 3, bytes held in tier 2
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from pathlib import Path
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+
+PAGE_TOKENS = 16
 
 
-class TieredCache:
-    def __init__(self, dim: int, page_tokens: int = 64, tier2_bytes: int = 64 << 20, tier3_path: str | None = None):
-        self.dim, self.page_tokens, self.tier2_budget = dim, page_tokens, tier2_bytes
-        self.path = Path(tier3_path) if tier3_path else None
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_bytes(b"")
-        self._ram = torch.empty(0, dim)  # (capacity, dim) when in RAM
-        self.length = 0
-        self.tier2: OrderedDict[int, torch.Tensor] = OrderedDict()  # page id → (page_tokens, dim)
-        self.tier2_used = 0
-        self.hits = self.misses = 0
-
-    def append(self, rows: torch.Tensor) -> None:
-        """rows (T, dim): full-resolution keys/values (concatenated) of new tokens, written to tier 3."""
-        rows = rows.detach().float().cpu()
-        if self.path is not None:
-            with self.path.open("ab") as f:
-                f.write(rows.numpy().tobytes())
-        else:
-            need = self.length + rows.shape[0]
-            if need > self._ram.shape[0]:
-                grown = torch.empty(max(need, 2 * self._ram.shape[0]), self.dim)
-                grown[: self.length] = self._ram[: self.length]
-                self._ram = grown
-            self._ram[self.length : need] = rows
-        self.length += rows.shape[0]
-
-    def _tier3_page(self, page: int) -> torch.Tensor:
-        lo, hi = page * self.page_tokens, min((page + 1) * self.page_tokens, self.length)
-        if self.path is None:
-            return self._ram[lo:hi].clone()
-        mm = np.memmap(self.path, dtype=np.float32, mode="r", shape=(self.length, self.dim))
-        return torch.from_numpy(np.array(mm[lo:hi]))
-
-    def fetch(self, token_ids: torch.Tensor) -> torch.Tensor:
-        """Full-resolution rows of the given tokens, through the LRU.  token_ids (n,) → (n, dim)"""
-        pages = torch.unique(token_ids // self.page_tokens).tolist()
-        got: dict[int, torch.Tensor] = {}
-        for p in pages:
-            if p in self.tier2:
-                self.hits += 1
-                self.tier2.move_to_end(p)
-                got[p] = self.tier2[p]
-                continue
-            self.misses += 1
-            page = self._tier3_page(p)
-            got[p] = page
-            if page.shape[0] == self.page_tokens:  # only complete pages are cached: later tokens extend the last
-                self.tier2[p] = page
-                self.tier2_used += page.numel() * page.element_size()
-                while self.tier2_used > self.tier2_budget and self.tier2:
-                    _, old = self.tier2.popitem(last=False)
-                    self.tier2_used -= old.numel() * old.element_size()
-        rows = [got[int(t) // self.page_tokens][int(t) % self.page_tokens] for t in token_ids]
-        return torch.stack(rows) if rows else torch.empty(0, self.dim)
+@dataclass
+class TierStats:
+    hits: int = 0  # pages found in tier 2
+    misses: int = 0  # pages read from tier 3
+    bytes_read: int = 0  # bytes read from tier 3
+    tier2_bytes: int = 0  # bytes held in tier 2 now
 
     @property
     def hit_rate(self) -> float:
         total = self.hits + self.misses
         return self.hits / total if total else 0.0
 
-    @property
-    def tier3_bytes(self) -> int:
-        return self.length * self.dim * 4
+    def since(self, before: TierStats) -> TierStats:
+        """The counts added since ``before`` (tier2_bytes: the current figure)."""
+        return TierStats(
+            self.hits - before.hits, self.misses - before.misses, self.bytes_read - before.bytes_read, self.tier2_bytes
+        )
+
+
+class KVTiers:
+    """Tier 2 (an LRU of pages under ``budget_bytes``) in front of tier-3 arrays; thread-safe."""
+
+    def __init__(self, budget_bytes: int = 64 << 20, page_tokens: int = PAGE_TOKENS) -> None:
+        self.budget, self.page_tokens = int(budget_bytes), page_tokens
+        self.pages: OrderedDict[tuple[Hashable, int, int], torch.Tensor] = OrderedDict()
+        self.used = 0
+        self.counts = TierStats()
+        self._lock = threading.Lock()
+
+    def set_budget(self, budget_bytes: int) -> None:
+        """A new tier-2 budget; pages beyond it are evicted, least recently used first."""
+        with self._lock:
+            self.budget = int(budget_bytes)
+            self._evict()
+
+    def stats(self) -> TierStats:
+        with self._lock:
+            return TierStats(self.counts.hits, self.counts.misses, self.counts.bytes_read, self.used)
+
+    def fetch(self, key: Hashable, layer: int, store: np.ndarray, positions: torch.Tensor) -> torch.Tensor:
+        """Rows of token ``positions`` (n,) int64 of one document's tier-3 array ``store`` (layers, L, ...) at
+        ``layer``, through tier 2 (``key`` names the document: pages are cached under (key, layer, page)).
+        → (n, ...) float32"""
+        P = self.page_tokens
+        if positions.numel() == 0:
+            return torch.empty(0, *store.shape[2:])
+        page_of = positions // P
+        pages, inverse = torch.unique(page_of, return_inverse=True)
+        got = []
+        with self._lock:
+            for page in pages.tolist():
+                slot = (key, layer, page)
+                rows = self.pages.get(slot)
+                if rows is not None:
+                    self.pages.move_to_end(slot)
+                    self.counts.hits += 1
+                else:
+                    rows = torch.from_numpy(np.array(store[layer, page * P : (page + 1) * P]))
+                    self.counts.misses += 1
+                    self.counts.bytes_read += rows.numel() * rows.element_size()
+                    if self.budget > 0:
+                        self.pages[slot] = rows
+                        self.used += rows.numel() * rows.element_size()
+                        self._evict()
+                got.append(rows)
+        tail = (0,) * (2 * (got[0].dim() - 1))  # pad only the token dimension: the store's last page may be short
+        table = torch.stack([F.pad(rows, (*tail, 0, P - rows.shape[0])) for rows in got])  # (pages, P, ...)
+        return table[inverse, positions - page_of * P].float()
+
+    def _evict(self) -> None:
+        while self.used > self.budget and self.pages:
+            _, old = self.pages.popitem(last=False)
+            self.used -= old.numel() * old.element_size()

@@ -29,8 +29,6 @@ class IndexPoolConfig(JsonConfig):
     quest_block: int = 8  # Quest baseline block (min + max = same bytes as 4:1)
     sink_tokens: int = 64  # always selected: the first tokens
     local_tokens: int = 256  # always selected: the most recent tokens
-    tier2_bytes: int = 64 << 20  # LRU budget for hot full-resolution blocks
-    tier3_path: str | None = None  # memory-mapped full store; None keeps it in RAM
 
     def __post_init__(self) -> None:
         if self.ratio not in (1, 2, 4, 8):
@@ -50,6 +48,7 @@ class IndexPoolConfig(JsonConfig):
 
 PRESETS: dict[str, dict] = {
     "default": {},
-    "technical": {"alpha": 0.3, "beta": 0.55, "gamma": 0.15},  # more content weight
+    # more content weight; blocks whose keys disagree (code, tables, formulas) stay unpooled
+    "technical": {"alpha": 0.3, "beta": 0.55, "gamma": 0.15, "adaptive": True},
     "news": {"alpha": 0.35, "beta": 0.25, "gamma": 0.4, "decay": 1.0},  # more temporal decay
 }

@@ -27,7 +27,6 @@ from torch import nn
 from kernels.indexer_topk import indexer_topk
 from kernels.pooling import quantize_int8, weighted_pool
 
-from .cache import TieredCache
 from .config import METHODS, IndexPoolConfig
 from .monitor import CallRecord
 from .pooling import (
@@ -120,9 +119,7 @@ class IndexPoolIndexer(nn.Module):
         method: str = "indexpool",
         weights: nn.Module | None = None,
         backend: str = "auto",
-        tiered: bool = False,
         device: str | torch.device = "cpu",
-        value_dim: int = 0,
     ) -> None:
         super().__init__()
         if method not in METHODS:
@@ -150,12 +147,8 @@ class IndexPoolIndexer(nn.Module):
         self.t1_start = _Rows(None, torch.int64, dev)
         self.t1_len = _Rows(None, torch.int64, dev)
         self.pooled_blocks = 0  # blocks already written to tier 1
+        self.finished = False  # ``finish``: the unfinished block's keys are entries too
         self.entropy_sum, self.entropy_n = 0.0, 0
-        # tiers 2-3: full-resolution rows [key | value] of every token, in pages behind an LRU
-        self.value_dim = value_dim
-        self.store = (
-            TieredCache(D + value_dim, tier2_bytes=cfg.tier2_bytes, tier3_path=cfg.tier3_path) if tiered else None
-        )
         self.record = CallRecord()
 
     @property
@@ -173,18 +166,13 @@ class IndexPoolIndexer(nn.Module):
         keys: torch.Tensor,
         queries: torch.Tensor | None = None,
         head_weights: torch.Tensor | None = None,
-        values: torch.Tensor | None = None,
     ) -> None:
         """New tokens' indexer keys (T, D) and, for content_query='last_query', their queries (T, H, D) and head
-        weights (T, H); with tiered=True also their values (T, value_dim) for the full-resolution store. Completed
-        blocks are pooled once, with what exists now, and never rewritten."""
+        weights (T, H). Completed blocks are pooled once, with what exists now, and never rewritten."""
+        if self.finished:
+            raise ValueError("the stream was finished: nothing can be appended")
         L0, b = self.length, self.block
         self.keys.append(keys.detach().float().to(self.device))
-        if self.store is not None:
-            if self.value_dim and (values is None or values.shape != (keys.shape[0], self.value_dim)):
-                raise ValueError(f"tiered indexer with value_dim={self.value_dim} needs values (T, {self.value_dim})")
-            rows = keys if not self.value_dim else torch.cat([keys.float(), values.float().to(keys.device)], dim=1)
-            self.store.append(rows)
         if self.method == "uncompressed":
             return
         nb_old, nb_new = L0 // b, self.length // b
@@ -259,6 +247,25 @@ class IndexPoolIndexer(nn.Module):
         self.t1_start.append(starts)
         self.t1_len.append(lengths)
 
+    def finish(self) -> None:
+        """End of the stream: the keys of its unfinished block become entries of one token each (INT8 when the
+        entries are), so that the entries cover every token. Nothing may be appended after."""
+        if not self.compressed or self.finished:
+            return
+        lo = self.pooled_blocks * self.block
+        rest = self.keys.data[lo:]  # (n, D)
+        if rest.shape[0] == 0:
+            return
+        if self.method == "quest":
+            rows, scales = torch.cat([rest, rest], dim=1), None
+        elif self.int8:
+            rows, scales = quantize_int8(rest, self.rotation)
+        else:
+            rows, scales = rest, None
+        starts = torch.arange(lo, self.length, device=self.device)
+        self._append_rows(rows, scales, starts, torch.ones_like(starts))
+        self.finished = True
+
     # ---------------------------------------------------------------- read path
     def entries(self) -> Entries:
         """The tier-1 entries a query scores: pooled (INT8) rows, or every key when uncompressed."""
@@ -273,7 +280,7 @@ class IndexPoolIndexer(nn.Module):
         """Bytes of the indexer cache (tier 1): entries, scales, and the keys not yet pooled."""
         if not self.compressed:
             return self.keys.nbytes
-        pending = (self.length - self.pooled_blocks * self.block) * self.cfg.head_dim * 4
+        pending = 0 if self.finished else (self.length - self.pooled_blocks * self.block) * self.cfg.head_dim * 4
         return self.t1.nbytes + self.t1_scale.nbytes + pending
 
     def query_space(self, q: torch.Tensor) -> torch.Tensor:
@@ -345,25 +352,10 @@ class IndexPoolIndexer(nn.Module):
         picked = picked + e0
         return torch.where(ok, e.starts[picked], 0), torch.where(ok, e.lengths[picked], 0)
 
-    def gather(self, selection: Selection, t: int = 0) -> torch.Tensor:
-        """Full-resolution [key | value] rows of query t's selected tokens through the tiered cache.  # (n, D + Dv)"""
-        if self.store is None:
-            raise ValueError("construct the indexer with tiered=True to gather full-resolution blocks")
-        h0, m0 = self.store.hits, self.store.misses
-        rows = self.store.fetch(selection.tokens(t).cpu())
-        self.record.cache_hits, self.record.cache_misses = self.store.hits - h0, self.store.misses - m0
-        return rows
-
     def monitor(self) -> CallRecord:
         """The per-call record, with the current cache state filled in."""
         rec = self.record
         rec.tier1_bytes = self.cache_bytes()
-        if self.store is not None:
-            rec.hit_rate, rec.tier2_bytes, rec.tier3_bytes = (
-                self.store.hit_rate,
-                self.store.tier2_used,
-                self.store.tier3_bytes,
-            )
         rec.weight_entropy = self.entropy_sum / self.entropy_n if self.entropy_n else 1.0
         pooled_tokens = self.pooled_blocks * self.block
         rec.average_ratio = pooled_tokens / self.t1.n if self.compressed and self.t1.n else 1.0

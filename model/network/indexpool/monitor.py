@@ -10,12 +10,7 @@ class CallRecord:
     pooling_ms: float = 0.0  # writing pooled keys during the last append
     scoring_ms: float = 0.0  # fused scoring + running top-k over tier 1
     topk_ms: float = 0.0  # final selection: entries → token ranges, sink and local window added
-    cache_hits: int = 0  # tier-2 page hits of the last fetch
-    cache_misses: int = 0
-    hit_rate: float = 0.0  # cumulative tier-2 hit rate
     tier1_bytes: int = 0  # indexer cache (pooled keys, codes + scales)
-    tier2_bytes: int = 0  # hot full-resolution pages in the LRU
-    tier3_bytes: int = 0  # full store
     weight_entropy: float = 1.0  # mean pooling-weight entropy / log r (1 = uniform)
     average_ratio: float = 1.0  # tokens per tier-1 entry
 

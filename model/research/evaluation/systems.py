@@ -4,27 +4,39 @@ A ``QASystem`` indexes a corpus once and then answers questions with ranked cita
 passages of at most ~200 words, ``model.inference.passages``) and an extractive answer. Summarizers are the
 product's (``model.inference.summarizers``), given each text's sentences as the library splits them.
 
-The IndexPool model is the system ``indexpool`` (``indexpool-int8`` and ``indexpool-uncompressed``: the same weights
-with another indexer cache); without its checkpoint it is reported as unavailable, with the reason, and never
-replaced by anything else.
+The IndexPool model is the system ``indexpool``: the shipped evidence score, its read over the default cache
+(IndexPool 4:1 INT8). Its variants (``QA_VARIANTS``) change one thing: the read's cache (``-r1`` uncompressed,
+``-r4`` without INT8, ``-mean``, ``-static``, ``-quest``) or the score (``-read``: the read term alone; ``-noread``:
+the shipped weights with the read's weight 0). Without its checkpoint it is reported as unavailable, with the reason,
+and never replaced by anything else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
-from model.inference.qa import CollectionIndex, answer
+from model.inference.qa import CollectionIndex, Question, answer, read, read_cache
+from model.inference.read import CacheConfig
 from model.inference.summarizers import SUMMARIZERS, Summarizer, SummarizerUnavailable, make_summarizer
-from model.network.checkpoint import CheckpointMissing, Model, load_model
+from model.network.checkpoint import CheckpointMissing, EvidenceWeights, Model, load_model
 from model.research.evaluation.baselines import BM25System, DenseSystem
 from model.research.evaluation.documents import Document, QASystem, Response
 from model.research.evaluation.metrics import Span
 from model.research.evaluation.passages import document_text
 
 QA_SYSTEMS = ("indexpool", "bm25", "dense")
-# also accepted by --systems: the model with another indexer cache (model.network.checkpoint.CACHE_VARIANTS)
-QA_VARIANTS = ("indexpool-int8", "indexpool-uncompressed")
+CACHE_VARIANTS = {  # the read's cache; all but r1 hold the same tier-1 bytes as the default (quest: min + max of 8)
+    "r1": CacheConfig(method="uncompressed", min_tokens=0),
+    "r4": CacheConfig(int8=False),
+    "mean": CacheConfig(method="mean_pool"),
+    "static": CacheConfig(method="static"),
+    "quest": CacheConfig(method="quest"),
+}
+SCORE_VARIANTS = ("read", "noread")
+# also accepted by --systems
+QA_VARIANTS = tuple(f"indexpool-{v}" for v in (*SCORE_VARIANTS, *CACHE_VARIANTS))
 
 __all__ = ["QA_SYSTEMS", "QA_VARIANTS", "SUMMARIZERS", "Document", "QASystem", "Response", "Summarizer"]
 
@@ -34,18 +46,21 @@ class SystemUnavailable(Exception):
 
 
 class IndexPoolQA:
-    """The model as the product runs it (``model.inference.qa``): cites the best passages; the answer is the best
-    passage's best sentence."""
+    """The model as the product runs it (``model.inference.qa``): the question reads the collection through
+    ``cache``, the evidence score ranks the passages and cites the best; the answer is the best passage's best
+    sentence."""
 
-    def __init__(self, model: Model, name: str = "indexpool") -> None:
-        self.model, self.name = model, name
+    def __init__(self, model: Model, name: str = "indexpool", cache: CacheConfig | None = None) -> None:
+        self.model, self.name, self.cache_config = model, name, cache or CacheConfig()
 
     def index(self, documents: Sequence[Document]) -> None:
         self.documents = [document_text(d.id, d.text) for d in documents]
         self.collection = CollectionIndex.build(self.model, self.documents)
+        self.cache = read_cache(self.model, self.collection, self.cache_config)
 
     def ask(self, question: str, k: int) -> Response:
-        hits = answer(self.model, self.collection, question, k)
+        q = Question.encode(self.model, question)
+        hits = answer(self.model, self.collection, q, k, read(self.model, self.collection, self.cache, q))
         index = self.collection
         cited = []
         for hit in hits:
@@ -63,9 +78,14 @@ def make_qa_system(name: str) -> QASystem:
     if name == "indexpool" or name in QA_VARIANTS:
         variant = name.removeprefix("indexpool").removeprefix("-")
         try:
-            return IndexPoolQA(load_model(variant=variant), name)
+            model = load_model()
         except CheckpointMissing as error:
             raise SystemUnavailable(str(error)) from error
+        if variant in SCORE_VARIANTS:
+            w = model.weights
+            weights = EvidenceWeights(1.0, 0.0, 0.0, 0.0, w.redundancy) if variant == "read" else replace(w, read=0.0)
+            model = replace(model, weights=weights)
+        return IndexPoolQA(model, name, CACHE_VARIANTS.get(variant))
     if name == "bm25":
         return BM25System()
     if name == "dense":

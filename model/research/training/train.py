@@ -44,19 +44,31 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.inference.passages import pack_passages
 from model.inference.qa import (
+    MAX_QUESTION_TOKENS,
     CollectionIndex,
     Question,
     TokenBags,
     evidence_terms,
     inverse_document_frequency,
     match_scores,
+    read,
+    read_cache,
 )
+from model.inference.read import CacheConfig, DocumentEntries, DocumentStore
 from model.network.checkpoint import EvidenceWeights, Model, save_checkpoint
-from model.network.hybrid import HybridConfig
+from model.network.hybrid import DenseLayer, HybridConfig
 from model.network.indexpool import fake_quant, hadamard
 from model.network.indexpool.pooling import write_queries
-from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans, weighted_mean, weighted_spans
+from model.network.net import (
+    CHUNK_TOKENS,
+    IndexPoolNet,
+    char_to_token_spans,
+    encode_spans,
+    weighted_mean,
+    weighted_spans,
+)
 from model.research.evaluation.baselines import BM25Index, tokenize
 from model.research.evaluation.datasets import convert_qmsum, scisumm_paper
 from model.research.evaluation.embeddings import MiniLMEncoder
@@ -65,7 +77,7 @@ from model.research.training.distill import CACHE_DIR, sif_weights, static_embed
 from model.tokenizer import Tokenizer, load_tokenizer
 
 REPO = Path(__file__).resolve().parents[3]
-STAGES = ("distill", "retrieval", "indexer", "salience", "match")
+STAGES = ("distill", "retrieval", "indexer", "salience", "match", "read")
 
 
 @dataclass
@@ -114,6 +126,13 @@ class TrainConfig:
     match_steps: int = 150
     match_batch: int = 8
     match_negatives: int = 192  # passages of other meetings added to each question's own meeting
+    # stage 6: the question-time read
+    read_steps: int = 300
+    read_batch: int = 8  # questions per step
+    read_papers: int = 120  # training papers whose abstract sentences ask for their body passages
+    read_max_tokens: int = 100_000  # a step's collection: documents of one domain, up to this many tokens
+    read_kl_weight: float = 1.0  # the indexer's KL to the read's attention, beside the evidence loss
+    read_log_scale: float = 0.7  # initial per-head logit scale (log) of the question's queries
     # evidence combination used by model.inference.qa
     evidence: dict = field(default_factory=dict)  # EvidenceWeights fields
     # bookkeeping
@@ -392,6 +411,9 @@ class Stage:
     def loss(self, step: int) -> tuple[torch.Tensor, int]:
         raise NotImplementedError
 
+    def start(self) -> None:
+        """Called once before the stage's first step (not when a run resumes inside the stage)."""
+
 
 class DistillStage(Stage):
     name = "distill"
@@ -627,9 +649,196 @@ class MatchStage(Stage):
         return total / len(rows), tokens
 
 
+# ------------------------------------------------------------------ the question-time read
+
+
+@dataclass
+class ReadDocument:
+    """A training document as a question's read sees it."""
+
+    kv: list[torch.Tensor]  # per layer (L, 2, Hkv, D) float16: keys and values
+    entries: DocumentEntries  # tier 1 under the default cache settings (INT8: the indexer trains against it)
+    passages: np.ndarray  # (P, 2) token spans
+    questions: list[tuple[np.ndarray, list[int]]]  # (question ids, gold passages)
+
+
+def read_documents(
+    net: IndexPoolNet, tokenizer: Tokenizer, texts: list[str], questions: list[list[tuple[str, list[tuple[int, int]]]]]
+) -> list[ReadDocument]:
+    """Encode each text as the app does (a recording prefill, the library's passages) with its questions, given as
+    (question, gold character spans): gold passages are those overlapping a span."""
+    from model.research.evaluation.passages import document_text
+
+    model = Model(net, EvidenceWeights(), tokenizer, Path())
+    config = CacheConfig()
+    out = []
+    for text, asked in zip(texts, questions, strict=True):
+        ids, starts, _ = tokenizer.encode_offsets(text)
+        if len(ids) < 64:
+            continue
+        passages = pack_passages(document_text("", text))
+        tokens = char_to_token_spans(starts, passages.spans)
+        state = net.model.prefill(torch.as_tensor(ids), CHUNK_TOKENS, record=True)
+        store = DocumentStore.of(state)
+        rows = []
+        for question, spans in asked:
+            gold = [p for p, (a, b) in enumerate(passages.spans.tolist()) if any(a < e and s < b for s, e in spans)]
+            if gold:
+                rows.append((np.asarray(tokenizer.encode(question)[:MAX_QUESTION_TOKENS]), gold))
+        kv = [torch.from_numpy(np.ascontiguousarray(store.kv[i])) for i in range(store.kv.shape[0])]
+        out.append(ReadDocument(kv, DocumentEntries.pool(store, config, model), tokens, rows))
+    return out
+
+
+def abstract_questions(body: str, abstract: str, limit: int = 3) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Abstract sentences asking for the body passage that shares most of their content words."""
+    passages = split_passages("", body)
+    words = [set(tokenize(p.text)) for p in passages]
+    asked = []
+    for s, e in sentence_spans(abstract)[:limit]:
+        terms = set(tokenize(abstract[s:e]))
+        if len(terms) >= 5 and passages:
+            best = max(range(len(passages)), key=lambda i: len(terms & words[i]))
+            asked.append((abstract[s:e], [(passages[best].start, passages[best].end)]))
+    return asked
+
+
+class ReadStage(Stage):
+    """The question-time read: its per-head temperatures, head and token mass weights and query norm by the share of
+    the read's attention mass on gold passages, and its indexer queries and head weights by KL to the read's
+    attention summed per INT8 tier-1 entry (DeepSeek-V3.2's recipe, on the entries inference scores), over
+    collections of one domain's documents (QMSum train meetings with their questions; training papers with
+    abstract sentences) of up to ``read_max_tokens`` tokens. The collection's keys and values are the encoder's,
+    fixed: only question-side parameters learn."""
+
+    name = "read"
+
+    def __init__(self, net: IndexPoolNet, cfg: TrainConfig, corpus: Corpus, tokenizer: Tokenizer) -> None:
+        self.net, self.cfg = net, cfg
+        started = time.perf_counter()
+        net.eval()
+        by_meeting: dict[str, list] = {m["id"]: [] for m in corpus.meetings}
+        for q in corpus.questions:
+            by_meeting[q["id"].split("/")[0]].append((q["question"], [(e["start"], e["end"]) for e in q["evidence"]]))
+        with torch.no_grad():
+            meetings = read_documents(
+                net, tokenizer, [m["text"] for m in corpus.meetings], [by_meeting[m["id"]] for m in corpus.meetings]
+            )
+            papers = corpus.papers[: cfg.read_papers]
+            papers = read_documents(
+                net, tokenizer, [b for b, _ in papers], [abstract_questions(b, a) for b, a in papers]
+            )
+        self.domains = [d for d in (meetings, papers) if any(doc.questions for doc in d)]
+        self.inputs: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer (iq, iw) of the last read
+        for block in net.model.blocks:
+            block.sparse.question.register_forward_hook(self._hook)
+        count = sum(len(doc.questions) for d in self.domains for doc in d)
+        print(
+            f"read: {sum(map(len, self.domains))} documents, {count} questions "
+            f"({time.perf_counter() - started:.0f} s to encode)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _hook(self, _module: nn.Module, _args, out: tuple[torch.Tensor, ...]) -> None:
+        self.inputs.append((out[1], out[2]))
+
+    def start(self) -> None:
+        """The question's queries start as each layer's key projection (a token's key is then closest to its own:
+        a soft lexical match) and its indexer as the layer's prefill indexer."""
+        cfg = self.net.cfg
+        with torch.no_grad():
+            for block in self.net.model.blocks:
+                sparse, question = block.sparse, block.sparse.question
+                keys = sparse.kv_proj.weight.view(2, cfg.n_kv_heads, cfg.head_dim, cfg.d_model)[0]  # (Hkv, D, d)
+                question.q_proj.weight.copy_(
+                    keys.repeat_interleave(cfg.n_heads // cfg.n_kv_heads, 0).reshape(-1, cfg.d_model)
+                )
+                question.q_norm.weight.copy_(sparse.k_norm.weight)
+                question.log_scale.fill_(self.cfg.read_log_scale)
+                question.index_q.weight.copy_(sparse.index_q.weight)
+                question.index_w.weight.copy_(sparse.index_w.weight)
+
+    def parameters(self) -> list[nn.Parameter]:
+        params = []
+        for block in self.net.model.blocks:
+            q = block.sparse.question
+            params += [q.log_scale, q.mass_logit, *q.token_gate.parameters(), q.q_norm.weight]
+            params += [*q.index_q.parameters(), *q.index_w.parameters()]
+        return params
+
+    def collection(self, rng: np.random.Generator) -> list[ReadDocument]:
+        """Documents of one domain, the first with questions, up to ``read_max_tokens`` tokens."""
+        domain = self.domains[int(rng.integers(len(self.domains)))]
+        asked = [i for i, d in enumerate(domain) if d.questions]
+        chosen = [domain[int(rng.choice(asked))]]
+        budget = int(rng.integers(10_000, self.cfg.read_max_tokens + 1)) - chosen[0].kv[0].shape[0]
+        for i in rng.permutation(len(domain)).tolist():
+            n = domain[i].kv[0].shape[0]
+            if domain[i] is not chosen[0] and n <= budget:
+                chosen.append(domain[i])
+                budget -= n
+        return chosen
+
+    def indexer_kl(self, layer: int, docs: list[ReadDocument], attention: torch.Tensor) -> torch.Tensor:
+        """KL(the read's attention summed per tier-1 entry ‖ softmax of the indexer's scores of the entries).
+        attention (Tq, H, L) over the collection's tokens."""
+        offsets = np.cumsum([0] + [d.kv[0].shape[0] for d in docs[:-1]]).tolist()
+        rows = torch.cat([d.entries.rows[layer] for d in docs]).float()
+        scales = torch.cat([d.entries.scales[layer] for d in docs]).float()
+        starts = torch.cat([d.entries.starts[layer] + o for d, o in zip(docs, offsets, strict=True)])
+        keys = rows * scales[:, None]  # (N, d_I) dequantized INT8 entries, in the Hadamard basis
+        iq, iw = self.inputs[layer]
+        iq = iq @ hadamard(iq.shape[-1])  # queries in the entries' basis
+        scores = (torch.einsum("thd,nd->thn", iq, keys).relu() * iw[..., None]).sum(1)  # (Tq, N)
+        with torch.no_grad():
+            token_entry = torch.searchsorted(starts, torch.arange(attention.shape[-1]), right=True) - 1
+            per_token = attention.mean(1)  # (Tq, L)
+            target = torch.zeros(per_token.shape[0], starts.shape[0]).index_add_(1, token_entry, per_token)
+            target = target / target.sum(-1, keepdim=True).clamp_min(1e-9)
+        log_p = scores.log_softmax(-1)
+        return (target * (target.clamp_min(1e-9).log() - log_p)).sum(-1).mean()
+
+    def loss(self, step: int) -> tuple[torch.Tensor, int]:
+        rng = step_rng(self.cfg.seed, 6, step)
+        docs = self.collection(rng)
+        layers = [DenseLayer(torch.cat([d.kv[i] for d in docs])) for i in range(len(self.net.model.blocks))]
+        owner = torch.cat(
+            [
+                torch.as_tensor(passage_of_tokens(d.passages, d.kv[0].shape[0]) + o)
+                for d, o in zip(docs, np.cumsum([0] + [len(d.passages) for d in docs[:-1]]), strict=True)
+            ]
+        )  # (L,) passage of each token, -1 between passages
+        inside = owner >= 0
+        n_passages = sum(len(d.passages) for d in docs)
+        asked = docs[0].questions
+        rows = rng.choice(len(asked), min(self.cfg.read_batch, len(asked)), replace=False)
+        evidence, kl = torch.zeros(()), torch.zeros(())
+        for row in rows.tolist():
+            ids, gold = asked[row]
+            self.inputs.clear()
+            out = self.net.model.read(torch.as_tensor(ids, dtype=torch.int64), layers)
+            mass = sum(r.mass for r in out.layers)  # (L,)
+            per_passage = torch.zeros(n_passages).index_add(0, owner[inside], mass[inside]).clamp_min(1e-12)
+            evidence = evidence - (per_passage[gold].sum().log() - per_passage.sum().log())
+            for i, trace in enumerate(out.layers):
+                kl = kl + self.indexer_kl(i, docs, trace.attention.detach()) / len(out.layers)
+        loss = (evidence + self.cfg.read_kl_weight * kl) / len(rows)
+        return loss, int(sum(d.kv[0].shape[0] for d in docs))
+
+
+def passage_of_tokens(passages: np.ndarray, length: int) -> np.ndarray:
+    """(L,) the passage (row of ``passages`` (P, 2) token spans) holding each token, -1 for none."""
+    owner = np.full(length, -1, dtype=np.int64)
+    for p, (a, b) in enumerate(np.asarray(passages).tolist()):
+        owner[a:b] = p
+    return owner
+
+
 # ------------------------------------------------------------------ evidence weights
 
 
+READ_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
 SEMANTIC_GRID = (0.0, 0.25, 0.5, 1.0)
 DOC_GRID = (0.0, 0.25, 0.5, 1.0)
 
@@ -637,9 +846,9 @@ DOC_GRID = (0.0, 0.25, 0.5, 1.0)
 def calibrate(
     net: IndexPoolNet, corpus: Corpus, base: EvidenceWeights, tokenizer: Tokenizer
 ) -> tuple[EvidenceWeights, dict[str, float]]:
-    """Fit the evidence weights (w_match ∈ {0, 1}, w_sem, w_doc) by grid search on recall@5 over the held-out
-    QMSum train meetings (never QMSum val). Returns the weights and the held-out recall@5 of each term alone and of
-    the chosen combination."""
+    """Fit the evidence weights (w_read, w_match ∈ {0, 1}, w_sem, w_doc) by grid search on recall@5 over the
+    held-out QMSum train meetings (never QMSum val), the read over the default cache (IndexPool 4:1 INT8). Returns
+    the weights and the held-out recall@5 of each term alone and of the chosen combination."""
     if not corpus.holdout_questions:
         return base, {}
     from model.research.evaluation.passages import document_text
@@ -647,6 +856,7 @@ def calibrate(
     net.eval()
     model = Model(net, base, tokenizer, Path())
     index = CollectionIndex.build(model, [document_text(m["id"], m["text"]) for m in corpus.holdout])
+    cache = read_cache(model, index)
     docs = [index.document_ids[int(d)] for d in index.passage_document]
     spans = index.passage_spans.tolist()
     gold = []
@@ -659,24 +869,31 @@ def calibrate(
                 ]
             )
         )
-    terms = [evidence_terms(model, index, Question.encode(model, q["question"])) for q in corpus.holdout_questions]
+    terms = []
+    for q in corpus.holdout_questions:
+        question = Question.encode(model, q["question"])
+        terms.append(evidence_terms(model, index, question, read(model, index, cache, question)))
+    names = ("read", "match", "semantic", "doc")
 
-    def recall5(w: tuple[float, float, float]) -> float:
+    def recall5(w: tuple[float, ...]) -> float:
         hits = [
-            bool(g[(w[0] * t["match"] + w[1] * t["semantic"] + w[2] * t["doc"]).topk(min(5, g.numel())).indices].any())
+            bool(g[sum(wi * t[n] for wi, n in zip(w, names, strict=True)).topk(min(5, g.numel())).indices].any())
             for t, g in zip(terms, gold, strict=True)
         ]
         return sum(hits) / len(hits)
 
-    grid = {w: recall5(w) for w in ((m, s, d) for m in (1.0, 0.0) for s in SEMANTIC_GRID for d in DOC_GRID) if any(w)}
-    chosen, best = max(grid.items(), key=lambda kv: kv[1])  # ties: the first (match on, smaller weights)
+    combos = ((r, m, s, d) for r in READ_GRID for m in (1.0, 0.0) for s in SEMANTIC_GRID for d in DOC_GRID)
+    grid = {w: recall5(w) for w in combos if any(w)}
+    chosen, best = max(grid.items(), key=lambda kv: kv[1])  # ties: the first in grid order
     report = {
         "holdout_questions": len(terms),
-        "recall@5_match_only": recall5((1.0, 0.0, 0.0)),
-        "recall@5_semantic_only": recall5((0.0, 1.0, 0.0)),
+        "recall@5_read_only": recall5((1.0, 0.0, 0.0, 0.0)),
+        "recall@5_match_only": recall5((0.0, 1.0, 0.0, 0.0)),
+        "recall@5_semantic_only": recall5((0.0, 0.0, 1.0, 0.0)),
+        "recall@5_chosen_without_read": grid.get((0.0, *chosen[1:]), 0.0),
         "recall@5_chosen": best,
     }
-    weights = EvidenceWeights(match=chosen[0], semantic=chosen[1], doc=chosen[2], redundancy=base.redundancy)
+    weights = EvidenceWeights(*chosen, redundancy=base.redundancy)
     return weights, report
 
 
@@ -718,7 +935,11 @@ class Trainer:
         resume: bool,
         max_steps: int | None = None,
         log: Callable[[str], None] | None = None,
+        init: Path | None = None,
+        from_stage: str | None = None,
     ) -> None:
+        """``init``: begin from that checkpoint's weights at stage ``from_stage`` (the stages before it count as
+        trained; their log and wall time come from the checkpoint)."""
         t0 = time.perf_counter()
         self.cfg, self.out, self.max_steps = cfg, out, max_steps
         self.work = out / "work"
@@ -746,6 +967,8 @@ class Trainer:
             self.print(
                 f"resumed at stage {STAGES[self.stage] if self.stage < len(STAGES) else 'done'} step {self.step}"
             )
+        elif init is not None:
+            self._load_init(init, from_stage or STAGES[0])
         else:
             counts = token_counts(self.tokenizer, self.corpus.texts())
             matrix = static_embeddings(self.tokenizer, self.net.cfg.d_model)
@@ -753,6 +976,21 @@ class Trainer:
             self.net.pool.log_prior.copy_(torch.as_tensor(np.log(sif_weights(counts))))
         self.teacher = MiniLMEncoder(CACHE_DIR / "minilm")
         self.elapsed += time.perf_counter() - t0  # reading the data and distilling count as wall time too
+
+    def _load_init(self, path: Path, from_stage: str) -> None:
+        """The weights of a checkpoint trained up to ``from_stage``; parameters it lacks (those of later stages,
+        e.g. the read's question projections) keep their initialization."""
+        if from_stage not in STAGES:
+            raise ValueError(f"--from-stage must be one of {STAGES}, got {from_stage!r}")
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        self.net = IndexPoolNet(HybridConfig.from_dict(payload["config"] | {"weights_id": ""}))
+        state = {k: v.float() if v.is_floating_point() else v for k, v in payload["state"].items()}
+        expected = self.net.state_dict()
+        missing = self.net.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
+        self.print(f"initialized from {path}; not in it: {len(missing.missing_keys)} tensors")
+        self.stage, self.step = STAGES.index(from_stage), 0
+        self.history = [e for e in payload["meta"].get("log", []) if e["stage"] in STAGES[: self.stage]]
+        self.elapsed = float(payload["meta"].get("wall_s", 0.0))
 
     def optimizer(self, params: list[nn.Parameter]) -> torch.optim.AdamW:
         """AdamW; the distilled token embeddings in their own slow group, without weight decay."""
@@ -767,7 +1005,7 @@ class Trainer:
         args = (self.net, self.cfg, self.corpus, self.tokenizer)
         if index == 0:
             return DistillStage(*args, self.teacher)
-        return (RetrievalStage, IndexerStage, SalienceStage, MatchStage)[index - 1](*args)
+        return (RetrievalStage, IndexerStage, SalienceStage, MatchStage, ReadStage)[index - 1](*args)
 
     def run(self) -> bool:
         """Train until done (True) or until ``max_steps`` steps were taken in this call (False)."""
@@ -782,6 +1020,8 @@ class Trainer:
                     p.requires_grad_(False)
                 for p in params:
                     p.requires_grad_(True)
+                if self.step == 0:
+                    stage.start()
                 optimizer = self.optimizer(params)
                 if self.resume_state is not None and self.resume_state["optimizer"] is not None:
                     optimizer.load_state_dict(self.resume_state["optimizer"])
@@ -913,6 +1153,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where indexpool.pt and model_card.md are written (default model/assets)",
     )
     parser.add_argument("--max-steps", type=int, help="stop (with a checkpoint) after this many steps")
+    parser.add_argument("--init", type=Path, help="begin from this checkpoint's weights (with --from-stage)")
+    parser.add_argument("--from-stage", choices=STAGES, help="with --init: the first stage to train")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -924,7 +1166,10 @@ def run(args: argparse.Namespace) -> int:
     if not cfg.data_dir().is_dir():
         print(f"indexpool train: no shared data at {cfg.data_dir()}", file=sys.stderr)
         return 1
-    Trainer(cfg, args.out, args.resume, args.max_steps).run()
+    if (args.init is None) != (args.from_stage is None):
+        print("indexpool train: --init and --from-stage go together", file=sys.stderr)
+        return 1
+    Trainer(cfg, args.out, args.resume, args.max_steps, init=args.init, from_stage=args.from_stage).run()
     return 0
 
 

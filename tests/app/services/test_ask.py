@@ -123,7 +123,11 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
     assert services.ask.available_readers() == ["bm25", "indexpool"] and services.ask.default_reader() == "indexpool"
     answer = services.ask.ask(["notes"], "How do whales breathe?", top_k=4)
     assert answer.reader == "indexpool"
-    assert list(answer.timings_ms) == ["load", "index", "encode_question", "score", "cite", "total"]
+    assert list(answer.timings_ms) == [
+        "load", "index", "encode_question", "read_select", "read_fetch", "read_attend", "read_other", "score", "cite",
+        "total",
+    ]  # fmt: skip
+    assert answer.read["tokens_read"] > 0 and answer.read["tier2_misses"] > 0 and answer.read["device"] == "cpu"
     assert len(answer.citations) == 4
     assert [c.score for c in answer.citations] == sorted((c.score for c in answer.citations), reverse=True)
     stored = stored_indexes(home)
@@ -203,7 +207,10 @@ def test_the_background_indexes_each_document_as_it_is_ingested(
     wait_for(lambda: services.indexes.progress(["notes"]).state == "ready")
     progress = services.indexes.progress(["notes"])
     assert (progress.ready, progress.total) == (len(PARAGRAPHS), len(PARAGRAPHS))
-    assert progress.text() == f"IndexPool index: ready ({len(PARAGRAPHS)} of {len(PARAGRAPHS)} documents)"
+    n = len(PARAGRAPHS)
+    assert (
+        progress.text() == f"IndexPool index: ready ({n} of {n} documents; 144 tokens: compression is off under 10,000)"
+    )
 
     builds = count_builds(monkeypatch)
     extra = parsed("birds.txt", ["Penguins cannot fly. They swim with their wings."])

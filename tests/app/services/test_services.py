@@ -23,6 +23,7 @@ TIDES = [
         "Tidal stream generators work like underwater wind turbines in fast currents.",
     ],
 ]
+WORDS = ("north", "river", "copper", "harbour", "silver", "granite", "meadow")
 LIGHTHOUSES = (
     "Lighthouses guide ships along dangerous coasts.\n\nTheir lamps rotate to make a recognisable pattern of "
     "flashes. Keepers once trimmed the wicks every night.\n"
@@ -194,30 +195,39 @@ def test_settings_are_validated_stored_per_user_and_used_by_ask(library: tuple[S
     assert services.settings.preset_weights("news") == (0.35, 0.25, 0.4)
 
 
-def test_cache_memory_matches_the_indexer(library: tuple[Services, dict[str, int]]) -> None:
-    import torch
+def test_cache_memory_is_the_cache_answers_read(library: tuple[Services, dict[str, int]], tmp_path: Path) -> None:
+    """The dashboard's bytes are those of the read cache a question uses, under the user's cache settings: a new
+    setting re-pools tier 1 and changes them; under 10K tokens the keys are read uncompressed."""
+    from model.network.checkpoint import load_model
 
-    from model.network.indexpool import IndexPoolConfig, IndexPoolIndexer
-    from model.network.indexpool.indexer import cache_bytes
-
-    for tokens, cfg in [
-        (12_002, IndexPoolConfig()),
-        (20_000, IndexPoolConfig(ratio=8, int8=True)),
-        (900, IndexPoolConfig()),
-    ]:
-        indexer = IndexPoolIndexer(cfg, "indexpool")
-        indexer.append(
-            torch.randn(tokens, cfg.head_dim),
-            torch.randn(tokens, cfg.n_heads, cfg.head_dim),
-            torch.rand(tokens, cfg.n_heads),
-        )
-        assert cache_bytes(cfg, tokens) == indexer.cache_bytes(), (tokens, cfg)
     services, ids = library
-    tokens = sum(services.library.document(i).tokens for i in ids.values())
-    rows = {r["method"]: r["bytes"] for r in services.metrics.cache_memory(2) if r["collection"] == "energy"}
-    assert rows == {"uncompressed": tokens * 256, "IndexPool 2:1": tokens * 256, "IndexPool 2:1 INT8": tokens * 256}
-    with pytest.raises(UserError, match="ratio must be 1, 2, 4 or 8, got 3"):
-        services.metrics.cache_memory(3)
+    small = [services.library.document(i) for i in ids.values()]
+    services.indexes.build([d.id for d in small])
+    (row,) = [r for r in services.metrics.cache_memory() if r["collection"] == "energy"]
+    assert row["cache"] == "default, 4:1 INT8" and row["tokens"] == sum(d.tokens for d in small) < 10_000
+    model = load_model()
+    cache = services.indexes.read_cache(model, [("energy", d.id, d.content_hash) for d in small])
+    assert not cache.compressed and row["tier1"] == row["uncompressed"] == cache.tier1_bytes > 0
+
+    lines = [
+        f"Line {i}: the {WORDS[i % 7]} account moved {i * 37 % 1000} units to {WORDS[i % 5]}." for i in range(1200)
+    ]
+    (tmp_path / "ledger.txt").write_text("\n".join(lines))
+    (event,) = services.ingest.ingest_uploads([tmp_path / "ledger.txt"], "ledger")
+    big = services.library.document(event.document_id)
+    assert big.tokens >= 10_000
+    services.indexes.build([big.id])
+    (row,) = [r for r in services.metrics.cache_memory() if r["collection"] == "ledger"]
+    cache = services.indexes.read_cache(model, [("ledger", big.id, big.content_hash)])
+    assert cache.compressed and row["tier1"] == cache.tier1_bytes < row["uncompressed"] / 10 < row["tier3"]
+    try:
+        services.settings.save({"int8": False, "ratio": 8})
+        services.indexes.build([big.id])
+        (changed,) = [r for r in services.metrics.cache_memory() if r["collection"] == "ledger"]
+        assert changed["cache"] == "default, 8:1" and changed["tier1"] != row["tier1"]
+        assert changed["tier3"] == row["tier3"]  # the keys and values stay: only tier 1 is pooled again
+    finally:
+        services.settings.save({"int8": True, "ratio": 4})
 
 
 def test_the_settings_offer_the_indexpool_presets() -> None:

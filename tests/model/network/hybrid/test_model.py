@@ -9,7 +9,7 @@ import pytest
 import torch
 from tolerance import assert_close
 
-from model.network.hybrid import HybridConfig, HybridModel, SpanAccumulator, span_means
+from model.network.hybrid import DenseLayer, HybridConfig, HybridModel, SpanAccumulator, span_means
 
 
 def prefill(model, ids, chunk):
@@ -47,17 +47,17 @@ def test_chunked_prefill_equals_one_shot(tiny, n, chunks):
     assert_same_caches(state, ref_state)
 
 
-def test_query_reads_the_whole_collection_without_changing_it(tiny):
+def test_read_attends_to_the_collection_without_changing_it(tiny):
     model = HybridModel(tiny).eval()
     state = model.prefill(torch.randint(0, tiny.vocab_size, (400,)), chunk_tokens=128)
+    layers = [DenseLayer(cache.kv.data.float()) for cache in state.sparse]
     question = torch.randint(0, tiny.vocab_size, (7,))
-    out = model.query(question, state)
-    again = model.query(question, state)
-    assert out.hidden.shape == (7, tiny.d_model) and len(out.selections) == tiny.n_layers
+    out = model.read(question, layers)
+    again = model.read(question, layers)
+    assert out.hidden.shape == (7, tiny.d_model) and len(out.layers) == tiny.n_layers
     assert_close(out.hidden, again.hidden, "exact")
-    sel = out.selections[0]
-    assert sel.starts.shape == (7, 8) and (sel.lengths == 4).all()  # 32 tokens = 8 pooled blocks of r = 4
-    assert sel.forced[0] == (0, 16) and sel.forced[1][1] == 400
+    for trace in out.layers:  # every token read; the mass of 7 tokens × 4 heads, less what they gave themselves
+        assert trace.tokens.tolist() == list(range(400)) and 0 < float(trace.mass.sum()) < 7 * tiny.n_heads
     assert state.length == 400
 
 
@@ -66,7 +66,7 @@ def test_a_state_of_another_model_version_is_refused(tiny):
     state = model.prefill(torch.randint(0, tiny.vocab_size, (100,)), chunk_tokens=64)
     other = HybridModel(dataclasses.replace(tiny, weights_id="retrained"))
     with pytest.raises(ValueError, match="re-encode"):
-        other.query(torch.randint(0, tiny.vocab_size, (5,)), state)
+        other.prefill(torch.randint(0, tiny.vocab_size, (5,)), state=state)
 
 
 def test_config_json_round_trip(tmp_path):
@@ -90,11 +90,15 @@ def test_forward_backward_and_gate_statistics(tiny):
     assert hidden.shape == (3, 70, tiny.d_model) and len(states) == 3
     for i in range(tiny.n_layers):
         assert 0 < model.stats[f"gate/{i}/mean"] < 1 and model.stats[f"gate/{i}/std"] >= 0
-    question = model.query(torch.randint(0, tiny.vocab_size, (6,)), states[0]).hidden
-    (hidden.pow(2).mean() + question.pow(2).mean()).backward()
+    layers = [DenseLayer(cache.kv.data.detach().float()) for cache in states[0].sparse]
+    question = model.read(torch.randint(0, tiny.vocab_size, (6,)), layers)
+    loss = hidden.pow(2).mean() + question.hidden.pow(2).mean() + sum(t.mass.sum() for t in question.layers)
+    loss.backward()
     block = model.blocks[0]
     for p in (model.embed.weight, block.gate.weight, block.linear.qkv.weight, block.sparse.q_proj.weight):
         assert p.grad is not None and p.grad.abs().sum() > 0
+    for p in (block.sparse.question.q_proj.weight, block.sparse.question.log_scale, block.sparse.question.mass_logit):
+        assert p.grad is not None and p.grad.abs().sum() > 0  # the read learns
 
 
 def test_static_embeddings_with_projection(tiny):

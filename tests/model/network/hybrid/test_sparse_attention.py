@@ -38,17 +38,6 @@ def test_all_blocks_is_full_causal_attention(tiny, method, chunks, block, window
     assert_close(torch.cat(outs), full_causal(layer, x), "float32")
 
 
-def test_question_with_all_blocks_is_full_causal_attention(tiny):
-    cfg = dataclasses.replace(tiny, topk_tokens=-1)
-    layer = SparseAttention(cfg)
-    x = torch.randn(1, 130, cfg.d_model)
-    cache = SparseCache(layer)
-    layer(x[:, :121], [cache])
-    out, selection = layer.attend_question(x[:, 121:], cache)
-    assert_close(out[0], full_causal(layer, x)[121:], "float32")
-    assert selection.starts.shape[0] == 9
-
-
 def test_top_k_selection_respects_sink_and_block_bounds(tiny):
     layer = SparseAttention(tiny)
     cache = SparseCache(layer)

@@ -175,24 +175,3 @@ def test_monitor_reports_entropy_ratio_and_timings():
     assert rec["tier1_bytes"] == 200 * D * 4 and rec["scoring_ms"] > 0 and rec["pooling_ms"] > 0
     peaked = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
     assert_close(weight_entropy(peaked, 4), 0.0, "float32")
-
-
-def test_tiered_gather_returns_full_resolution_keys_and_values(tmp_path):
-    keys, q, hw = _stream(600)
-    values = torch.randn(600, 5)
-    cfg = _cfg(tier2_bytes=1 << 20, tier3_path=str(tmp_path / "store.bin"))
-    ix = IndexPoolIndexer(cfg, "indexpool", tiered=True, value_dim=5)
-    ix.append(keys[:300], q[:300], hw[:300], values[:300])
-    ix.append(keys[300:], q[300:], hw[300:], values[300:])
-    sel = ix.select(q[-1:], hw[-1:], 64)
-    rows = ix.gather(sel)
-    toks = sel.tokens(0)
-    assert torch.equal(rows, torch.cat([keys, values], 1)[toks])
-    first = ix.monitor().as_dict()
-    assert first["cache_hits"] == 0 and first["cache_misses"] > 0
-    ix.gather(sel)
-    again = ix.monitor()
-    assert again.cache_misses == 1 and again.cache_hits == first["cache_misses"] - 1  # the last page is incomplete
-    assert again.tier3_bytes == 600 * (D + 5) * 4 and again.tier2_bytes > 0 and 0 < again.hit_rate < 1
-    with pytest.raises(ValueError, match="needs values"):
-        ix.append(keys[:4], q[:4], hw[:4])

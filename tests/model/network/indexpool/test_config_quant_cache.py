@@ -1,11 +1,12 @@
 """Config, INT8 / fake quant, and the tiered cache."""
 
+import numpy as np
 import pytest
 import torch
 from tolerance import assert_close
 
 from kernels.pooling import quantize_int8
-from model.network.indexpool import IndexPoolConfig, TieredCache, fake_quant, hadamard
+from model.network.indexpool import IndexPoolConfig, KVTiers, fake_quant, hadamard
 
 
 def test_config_json_round_trip_and_presets(tmp_path):
@@ -58,21 +59,32 @@ def test_fake_quant_forward_and_straight_through_gradient():
 
 
 @pytest.mark.parametrize("memmap", [False, True])
-def test_tiered_cache_lru_budget_and_counters(tmp_path, memmap):
-    page_bytes = 4 * 8 * 4  # 4 tokens × 8 dims × float32
-    cache = TieredCache(
-        8, page_tokens=4, tier2_bytes=2 * page_bytes, tier3_path=str(tmp_path / "t3.bin") if memmap else None
-    )
-    rows = torch.arange(40 * 8, dtype=torch.float32).reshape(40, 8)
-    cache.append(rows[:20])
-    cache.append(rows[20:])
-    assert cache.tier3_bytes == 40 * 8 * 4
-    assert torch.equal(cache.fetch(torch.tensor([0, 5, 6])), rows[[0, 5, 6]])  # pages 0, 1: two misses
-    assert (cache.hits, cache.misses) == (0, 2)
-    cache.fetch(torch.tensor([1]))  # page 0: hit, now most recent
-    assert (cache.hits, cache.misses) == (1, 2)
-    cache.fetch(torch.tensor([9]))  # page 2: miss, evicts page 1 (least recent)
-    assert list(cache.tier2) == [0, 2] and cache.tier2_used <= 2 * page_bytes
-    cache.fetch(torch.tensor([4]))  # page 1 again: miss
-    assert (cache.hits, cache.misses) == (1, 4)
-    assert_close(cache.hit_rate, 0.2, "float32")
+def test_kv_tiers_lru_budget_and_counters(tmp_path, memmap):
+    store = np.arange(2 * 41 * 2 * 3, dtype=np.float16).reshape(2, 41, 2, 3)  # (layers, L, 2, D): 41 tokens
+    if memmap:
+        np.save(tmp_path / "kv.npy", store)
+        store = np.load(tmp_path / "kv.npy", mmap_mode="r")
+    page_bytes = 4 * 2 * 3 * 2  # 4 tokens × (2, 3) float16
+    tiers = KVTiers(budget_bytes=2 * page_bytes, page_tokens=4)
+    want = torch.from_numpy(np.asarray(store, dtype=np.float32))
+
+    def fetch(*positions: int, layer: int = 1) -> torch.Tensor:
+        return tiers.fetch("doc", layer, store, torch.tensor(positions))
+
+    assert torch.equal(fetch(0, 5, 6), want[1, [0, 5, 6]])  # pages 0, 1: two misses
+    assert (tiers.stats().hits, tiers.stats().misses) == (0, 2)
+    assert tiers.stats().bytes_read == 2 * page_bytes
+    fetch(1)  # page 0: hit, now most recent
+    assert (tiers.stats().hits, tiers.stats().misses) == (1, 2)
+    fetch(9)  # page 2: miss, evicts page 1 (least recent)
+    assert [page for _, _, page in tiers.pages] == [0, 2] and tiers.stats().tier2_bytes <= 2 * page_bytes
+    fetch(4)  # page 1 again: miss
+    before = tiers.stats()
+    assert (before.hits, before.misses) == (1, 4)
+    assert_close(before.hit_rate, 0.2, "float32")
+    assert torch.equal(fetch(40, 3), want[1, [40, 3]])  # the last page holds one token
+    assert torch.equal(fetch(5, layer=0), want[0, [5]])  # layers are cached apart
+    assert tiers.stats().since(before).misses == 3
+    tiers.set_budget(0)  # nothing kept, the same rows
+    assert tiers.stats().tier2_bytes == 0 and torch.equal(fetch(0, 40), want[1, [0, 40]])
+    assert fetch().shape == (0, 2, 3)

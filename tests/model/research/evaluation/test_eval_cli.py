@@ -143,8 +143,8 @@ def test_eval_niah_table_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_eval_qa_cache_variants(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The shipped weights with the INT8 pooled cache and with the uncompressed indexer answer side by side."""
-    systems = "indexpool-int8,indexpool-uncompressed"
+    """The shipped weights reading through other caches, and scoring by the read alone or without it, side by side."""
+    systems = "indexpool-r1,indexpool-quest,indexpool-read,indexpool-noread"
     report = _qmsum_qa(shared_data, tmp_path, capsys, "--limit", "2", "--systems", systems)
-    for name in ("indexpool-int8", "indexpool-uncompressed"):
+    for name in systems.split(","):
         assert QA_KEYS <= set(report["systems"][name]), report["systems"][name]
