@@ -4,12 +4,15 @@ as answers use it, and the indexer benchmark at a chosen length."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import gradio as gr
 import numpy as np
 import pandas as pd
+from matplotlib import dates as mdates
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from app.services import Services, UserError
 from app.ui.common import PRIVATE, bind, fail, user_of
@@ -30,6 +33,17 @@ def _no_data(axes: Any, message: str) -> None:
     axes.set_yticks([])
 
 
+def _time_axis(figure: Figure, axes: Any, times: list[Any]) -> None:
+    """Concise date ticks; a few requests close in time get a window of minutes, not of years."""
+    locator = mdates.AutoDateLocator()
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    first, last = min(times), max(times)
+    if last - first < timedelta(minutes=2):
+        axes.set_xlim(first - timedelta(minutes=1), last + timedelta(minutes=1))
+    figure.autofmt_xdate()
+
+
 def stage_plot(records: list[dict[str, Any]]) -> Figure:
     """Each request's per-stage latency over time: points (requests are unrelated: no lines join them), one colour
     per kind and stage, on a log axis (sub-second stages and minute-long builds side by side)."""
@@ -48,7 +62,7 @@ def stage_plot(records: list[dict[str, Any]]) -> Figure:
     axes.set_yscale("log")
     axes.set_ylabel("ms (log scale)")
     axes.legend(fontsize=8)
-    figure.autofmt_xdate()
+    _time_axis(figure, axes, [t for times, _ in series.values() for t in times])
     return figure
 
 
@@ -60,12 +74,13 @@ def latency_histogram(records: list[dict[str, Any]]) -> Figure:
         _no_data(axes, "no requests yet")
         return figure
     totals = [max(float(r["total_ms"]), 0.01) for r in records]
-    bins = np.geomspace(min(totals), max(totals) * 1.01 + 0.01, 21)
+    bins = np.geomspace(min(totals) / 3, max(totals) * 3, 21)  # at least a decade: a labelled tick
     for kind in kinds:
         axes.hist(
             [max(float(r["total_ms"]), 0.01) for r in records if r["kind"] == kind], bins=bins, alpha=0.6, label=kind
         )
     axes.set_xscale("log")
+    axes.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap on a short range
     axes.set_xlabel("ms (log scale)")
     axes.set_ylabel("requests")
     axes.legend(fontsize=8)
@@ -113,7 +128,8 @@ def read_plot(records: list[dict[str, Any]]) -> Figure:
     read.scatter(times, [max(r["data"]["read"]["bytes_read"], 1) / 2**10 for r in asks], s=12, color="tab:red")
     read.set_yscale("log")
     read.set_ylabel("KiB (log scale)")
-    figure.autofmt_xdate()
+    for axes in (rate, read):
+        _time_axis(figure, axes, times)
     return figure
 
 

@@ -13,6 +13,7 @@ from ui_support import choose_collection, text_pdf, upload_and_ingest
 from storage.library import Library
 
 READY_TIMEOUT_S = 180
+INDEX_STATUS_S = 2.0  # app.ui.app.INDEX_STATUS_EVERY_S
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 
 
@@ -63,3 +64,37 @@ def test_the_index_builds_at_ingest_with_progress_and_the_first_question_reads_i
     documents = Library(server[1] / "library").documents("reports")
     stored = server[1] / "library" / "indexpool"
     assert len(documents) == 3 and all(list(stored.glob(f"*/{d.id}-{d.content_hash[:16]}.npz")) for d in documents)
+    expect(page.locator("#timing")).to_contain_text("read_select")  # the question read the collection's cache
+
+    # the IndexPool preset decides the cache the collection is read through, and the dashboard's bytes follow it
+    before = _tier1_bytes(page, "reports", "default, 4:1 INT8")
+    expect(page.locator("#read-status")).to_contain_text("tier-2 hit rate")
+    page.get_by_role("tab", name="Settings").click()
+    page.locator("#preset input").click()
+    page.get_by_role("option", name="technical").click()  # more content weight, a ratio that adapts to content
+    page.click("#settings-save")
+    expect(page.locator("#settings-status")).to_contain_text("saved:")
+    saved = time.monotonic()
+    page.get_by_role("tab", name="Library").click()  # tier 1 is pooled again in the background, from the stores
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while "ready (3 of 3 documents)" not in status.inner_text() or time.monotonic() < saved + 3 * INDEX_STATUS_S:
+        assert time.monotonic() < deadline, f"the index did not become ready again: {status.inner_text()}"
+        time.sleep(0.5)  # the status refreshes every INDEX_STATUS_S: one that says ready is not the old one
+    after = _tier1_bytes(page, "reports", "technical, 4:1 INT8")
+    assert after not in (before, 0), (before, after)
+    page.screenshot(path=str(SCREENSHOTS / "dashboard-cache.png"), full_page=True)
+    page.get_by_role("tab", name="Settings").click()  # the server is shared with later tests: back to the default
+    page.locator("#preset input").click()
+    page.get_by_role("option", name="default").click()
+    page.click("#settings-save")
+    expect(page.locator("#settings-status")).to_contain_text("saved:")
+
+
+def _tier1_bytes(page: Page, collection: str, cache: str) -> int:
+    """The dashboard's tier-1 bytes of ``collection``'s read cache, once the table shows the ``cache`` settings."""
+    page.get_by_role("tab", name="Dashboard").click()
+    page.click("#dashboard-refresh")
+    expect(page.get_by_text(re.compile(r"processing \|"))).to_have_count(0)  # the refresh is done
+    expect(page.locator("#cache-table")).to_contain_text(f"Read cache ({cache})")
+    row = page.locator("#cache-table tr", has_text=collection)
+    return int(row.locator("td").all_inner_texts()[2].replace(",", ""))
