@@ -358,6 +358,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return _parsed(indexer, "bench", args)
 
 
+def cmd_bench_read(args: argparse.Namespace) -> int:
+    from model.bench import read  # torch: only for this command
+
+    return _parsed(read, "bench-read", args)
+
+
 def research_commands() -> dict[str, Any]:
     """The research commands (``train``, ``eval``) the installed package declares under the entry-point group
     ``indexpool.commands`` (pyproject.toml): the product names no research module, research plugs into it."""
@@ -524,6 +530,12 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="indexer benchmark: latency, memory and recall per method (see --help)", add_help=False
     )
     bench.set_defaults(handler=cmd_bench, delegated=True)
+    bench_read = commands.add_parser(
+        "bench-read",
+        help="questions over an indexed 1M-token collection through the read cache: latency, tiers, RSS (see --help)",
+        add_help=False,
+    )
+    bench_read.set_defaults(handler=cmd_bench_read, delegated=True)
     for name, help_text in (
         ("eval", "evaluate qa, summarize or niah against baselines (see --help)"),
         ("train", "train the IndexPool model from a JSON config (see --help)"),

@@ -5,10 +5,10 @@ passages of at most ~200 words, ``model.inference.passages``) and an extractive 
 product's (``model.inference.summarizers``), given each text's sentences as the library splits them.
 
 The IndexPool model is the system ``indexpool``: the shipped evidence score, its read over the default cache
-(IndexPool 4:1 INT8). Its variants (``QA_VARIANTS``) change one thing: the read's cache (``-r1`` uncompressed,
-``-r4`` without INT8, ``-mean``, ``-static``, ``-quest``) or the score (``-read``: the read term alone; ``-noread``:
-the shipped weights with the read's weight 0). Without its checkpoint it is reported as unavailable, with the reason,
-and never replaced by anything else.
+(IndexPool 4:1 INT8). Its variants (``QA_VARIANTS``) change the read's cache (``-r1`` uncompressed, ``-r4`` without
+INT8, ``-mean``, ``-static``, ``-quest``), the score (``-read``: the read term alone; ``-noread``: the shipped
+weights with the read's weight 0), or both (``indexpool-read-quest``). Without its checkpoint it is reported as
+unavailable, with the reason, and never replaced by anything else.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ CACHE_VARIANTS = {  # the read's cache; all but r1 hold the same tier-1 bytes as
     "quest": CacheConfig(method="quest"),
 }
 SCORE_VARIANTS = ("read", "noread")
-# also accepted by --systems
+# also accepted by --systems: one change, or a score variant with a cache variant ("indexpool-read-quest")
 QA_VARIANTS = tuple(f"indexpool-{v}" for v in (*SCORE_VARIANTS, *CACHE_VARIANTS))
 
 __all__ = ["QA_SYSTEMS", "QA_VARIANTS", "SUMMARIZERS", "Document", "QASystem", "Response", "Summarizer"]
@@ -75,17 +75,21 @@ class IndexPoolQA:
 
 def make_qa_system(name: str) -> QASystem:
     """The QA system called ``name``; raises SystemUnavailable, or ValueError for an unknown name."""
-    if name == "indexpool" or name in QA_VARIANTS:
-        variant = name.removeprefix("indexpool").removeprefix("-")
+    if name == "indexpool" or name.startswith("indexpool-"):
+        parts = name.split("-")[1:]
+        score = [p for p in parts if p in SCORE_VARIANTS]
+        cache = [p for p in parts if p in CACHE_VARIANTS]
+        if len(score) > 1 or len(cache) > 1 or len(score) + len(cache) != len(parts):
+            raise ValueError(f"unknown QA system {name!r} (choose from {', '.join(QA_SYSTEMS + QA_VARIANTS)})")
         try:
             model = load_model()
         except CheckpointMissing as error:
             raise SystemUnavailable(str(error)) from error
-        if variant in SCORE_VARIANTS:
+        if score:
             w = model.weights
-            weights = EvidenceWeights(1.0, 0.0, 0.0, 0.0, w.redundancy) if variant == "read" else replace(w, read=0.0)
+            weights = EvidenceWeights(1.0, 0.0, 0.0, 0.0, w.redundancy) if score == ["read"] else replace(w, read=0.0)
             model = replace(model, weights=weights)
-        return IndexPoolQA(model, name, CACHE_VARIANTS.get(variant))
+        return IndexPoolQA(model, name, CACHE_VARIANTS[cache[0]] if cache else None)
     if name == "bm25":
         return BM25System()
     if name == "dense":
