@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,6 +186,28 @@ def test_serving_beyond_this_machine_needs_a_login(home: Path, capsys: pytest.Ca
     assert err.count("\n") == 1 and "--insecure-no-auth" in err
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1") and is_loopback("127.1.2.3")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.com")
+
+
+def test_serving_beyond_this_machine_warns(home: Path) -> None:
+    """With a login (or --insecure-no-auth) --host 0.0.0.0 serves, after a warning naming what it opens."""
+    for flags, said in (
+        (["--auth", "ann:pw"], "listens on every network this machine can reach\n"),
+        (
+            ["--insecure-no-auth"],
+            "listens on every network this machine can reach, without a login (--insecure-no-auth)\n",
+        ),
+    ):
+        command = [sys.executable, "-m", "app.cli", "--home", str(home), "serve", "--host", "0.0.0.0", "--no-sample"]
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            port = str(free.getsockname()[1])
+        server = subprocess.Popen([*command, "--port", port, *flags], stderr=subprocess.PIPE, text=True)
+        try:
+            line = server.stderr.readline()
+        finally:
+            server.kill()
+            server.wait()
+        assert line.startswith("indexpool: warning: --host 0.0.0.0") and line.endswith(said), line
 
 
 def test_share_makes_a_collection_readable_by_every_user(

@@ -101,6 +101,8 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     with page.expect_download() as download:
         page.locator("#export-file a").first.click()
     exported = Path(download.value.path()).read_text()
+    href = page.locator("#export-file a").first.get_attribute("href")
+    assert href.startswith("data:text/markdown"), href[:80]  # the file is in the link: no URL another user could fetch
     assert exported.startswith("# paper questions") and f"## {paper.question}" in exported, exported[:500]
     _screenshot(page, "ask")
     page.locator("#question textarea").fill("")

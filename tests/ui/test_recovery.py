@@ -59,6 +59,15 @@ def test_a_new_page_reopens_the_last_session_and_its_collections(page: Page, tmp
     expect(page.locator("#history")).to_contain_text("When are the lock gates opened?")
 
 
+def test_the_dashboard_plots_carry_no_label_over_their_titles(page: Page) -> None:
+    """Gradio's block label sat over the plots' own titles: every dashboard plot is built without it."""
+    config = page.evaluate("() => window.gradio_config")
+    props = [c.get("props", {}) for c in config["components"]]
+    plots = {p["elem_id"]: p for p in props if str(p.get("elem_id")).startswith("plot-")}
+    assert {"plot-stages", "plot-histogram", "plot-counts", "plot-read", "plot-memory", "plot-bench"} <= set(plots)
+    assert all(props.get("show_label") is False for props in plots.values()), plots
+
+
 def test_each_job_shows_one_progress_display(page: Page) -> None:
     """Ingest shows its progress on the log only, a summary on its table only (not once per output)."""
     config = page.evaluate("() => window.gradio_config")

@@ -128,6 +128,8 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
         "total",
     ]  # fmt: skip
     assert answer.read["tokens_read"] > 0 and answer.read["tier2_misses"] > 0 and answer.read["device"] == "cpu"
+    stages = sum(ms for name, ms in answer.timings_ms.items() if name != "total")  # every millisecond is named
+    assert stages <= answer.timings_ms["total"] + 0.05 and answer.timings_ms["total"] - stages < 5 + 0.02 * stages
     assert len(answer.citations) == 4
     assert [c.score for c in answer.citations] == sorted((c.score for c in answer.citations), reverse=True)
     stored = stored_indexes(home)
