@@ -29,8 +29,11 @@ class MetricsService:
         """Per collection of ``user``, the read cache as answers use it (``IndexService.cache_bytes``): tier-1 bytes
         under the user's cache settings, the same keys uncompressed, tier-3 bytes on disk, and the settings' label:
         ``[{"collection", "tokens", "tier1", "uncompressed", "tier3", "cache"}]``."""
+        from model.network.indexpool.config import PRESETS  # the dashboard's: the model is loaded there anyway
+
         settings = self.settings.settings(user)
-        label = f"{settings['preset']}, {settings['ratio']}:1" + (" INT8" if settings["int8"] else "")
+        adaptive = " adaptive" if PRESETS.get(settings["preset"], {}).get("adaptive") else ""  # disagreeing blocks stay
+        label = f"{settings['preset']}, {settings['ratio']}:1{adaptive}" + (" INT8" if settings["int8"] else "")
         rows = []
         for info in self.library.collections(user):
             sizes = self.indexes.cache_bytes(info.name, user)

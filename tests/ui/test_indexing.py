@@ -71,7 +71,7 @@ def test_the_index_builds_at_ingest_with_progress_and_the_first_question_reads_i
     before = _tier1_bytes(page, "reports", "default, 4:1 INT8")
     expect(page.locator("#read-status")).to_contain_text("tier-2 hit rate")
     _choose_preset(page, "technical")  # more content weight, a ratio that adapts to content
-    after = _tier1_bytes(page, "reports", "technical, 4:1 INT8")
+    after = _tier1_bytes(page, "reports", "technical, 4:1 adaptive INT8")
     assert after not in (before, 0), (before, after)
     page.screenshot(path=str(SCREENSHOTS / "dashboard-cache.png"), full_page=True)
     _choose_preset(page, "default")
