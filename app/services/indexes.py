@@ -286,22 +286,29 @@ class IndexService:
         from model.inference.read import DocumentEntries
 
         key = cache_key(settings)
-        slot = (document_id, content_hash, key)
-        entries = self._cached(self._entries, slot)
-        if entries is not None:
-            return entries
-        layers = model.net.cfg.n_layers
-        arrays = self.store.load_entries(model.weights_id, key, document_id, content_hash)
-        try:
-            entries = DocumentEntries.from_arrays(arrays, layers) if arrays is not None else None
-        except ValueError:
-            entries = None
+        entries = self._stored_entries(model.weights_id, model.net.cfg.n_layers, key, document_id, content_hash)
         if entries is None:
             (store,) = self.document_index(model, document_id, content_hash).stores
             entries = DocumentEntries.pool(store, cache_config(settings), model)
             self.store.save_entries(model.weights_id, key, document_id, content_hash, entries.to_arrays())
-        self._remember(self._entries, slot, entries, MEMORY_DOCUMENTS)
+        self._remember(self._entries, (document_id, content_hash, key), entries, MEMORY_DOCUMENTS)
         return entries
+
+    def _stored_entries(
+        self, weights_id: str, layers: int, key: str, document_id: int, content_hash: str
+    ) -> DocumentEntries | None:
+        """A document's tier-1 entries under the cache ``key`` from memory, else from their file; None when neither
+        holds them whole."""
+        from model.inference.read import DocumentEntries
+
+        entries = self._cached(self._entries, (document_id, content_hash, key))
+        if entries is not None:
+            return entries
+        arrays = self.store.load_entries(weights_id, key, document_id, content_hash)
+        try:
+            return DocumentEntries.from_arrays(arrays, layers) if arrays is not None else None
+        except ValueError:
+            return None
 
     def index(self, model: Model, entries: Sequence[tuple[str, int, str]]) -> CollectionIndex:
         """The index of the selection ``entries`` ((collection, document id, content hash), at least one), its
@@ -355,21 +362,13 @@ class IndexService:
         totals = {"tier1": 0, "uncompressed": 0, "tier3": 0}
         if weights_id is None:
             return totals
-        from model.inference.read import DocumentEntries
-
         cfg = self._model().net.cfg
         key = cache_key(self.settings_of(user))
         with storage_errors():
             documents = [d for d in self.library.documents(collection, user) if d.status == "ingested"]
         for d in documents:
             totals["tier3"] += self.store.store_bytes(weights_id, d.id, d.content_hash)
-            entries = self._cached(self._entries, (d.id, d.content_hash, key))
-            if entries is None:
-                arrays = self.store.load_entries(weights_id, key, d.id, d.content_hash)
-                try:
-                    entries = DocumentEntries.from_arrays(arrays, cfg.n_layers) if arrays else None
-                except ValueError:
-                    entries = None
+            entries = self._stored_entries(weights_id, cfg.n_layers, key, d.id, d.content_hash)
             if entries is not None:
                 totals["tier1"] += entries.nbytes
                 totals["uncompressed"] += d.tokens * cfg.n_layers * cfg.indexer_dim * 4
