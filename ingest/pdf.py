@@ -1,4 +1,10 @@
-"""PDF text extraction with pypdf, page by page, turning every pypdf failure into a clear IngestError."""
+"""PDF text extraction, page by page, turning every failure into a clear IngestError.
+
+Each page is extracted with pypdf and with pdfium (``pypdfium2``) and the more readable text is kept
+(``ingest.textquality``: dictionary words, fewer split or fused words, no glyph names); pypdf alone on files pdfium
+cannot open, pdfium alone on damaged files pypdf cannot read. A page whose text layer is glyph names rather than
+words is left out (empty) and listed in ``PdfText.unreadable``.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +16,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import pypdfium2 as pdfium
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
 from ingest.document import IngestError
+from ingest.textquality import frequent_words, measure
 
 _JUNK_TITLE = re.compile(
     r"(?i)^(?:untitled\b|microsoft (?:word|powerpoint)|document\d*$|title$|slide \d)"
@@ -24,8 +32,10 @@ _JUNK_TITLE = re.compile(
 @dataclass
 class PdfText:
     title: str | None  # from the metadata, when it looks like a real title
-    pages: list[str]  # raw extracted text per page ("" when a page has none)
+    pages: list[str]  # raw extracted text per page ("" when a page has none or it is unreadable)
     warnings: list[str] = field(default_factory=list)
+    unreadable: list[int] = field(default_factory=list)  # page numbers whose text layer is glyph names
+    flawed: list[int] = field(default_factory=list)  # page numbers whose words are split or fused
 
 
 class _Collector(logging.Handler):
@@ -59,6 +69,35 @@ def _quiet_pypdf() -> Iterator[list[str]]:
 
 def read_pdf(data: bytes, source: str, password: str | None = None) -> PdfText:
     """Extract the text of every page. Raises IngestError for unreadable, encrypted or damaged files."""
+    try:
+        result = _read_pypdf(data, source, password)
+    except IngestError as error:
+        alone = _pdfium_pages(data, password) if error.reason.startswith("damaged PDF") else None
+        if not alone or not any(page.strip() for page in alone):
+            raise
+        result = PdfText(None, alone, [f"{error.reason}; its text was read with pdfium instead"])
+    else:
+        other = _pdfium_pages(data, password)
+        if other is not None and len(other) == len(result.pages):
+            result.pages = _more_readable(result.pages, other)
+    own = frequent_words(result.pages)
+    for number, text in enumerate(result.pages, start=1):
+        quality = measure(text, own)
+        if quality.unreadable:
+            result.unreadable.append(number)
+            result.pages[number - 1] = ""
+        elif quality.flawed:
+            result.flawed.append(number)
+    if result.unreadable and len(result.unreadable) < len(result.pages):
+        result.warnings.append(
+            f"{page_ranges(result.unreadable)}: the text layer is glyph names, not words: not indexed"
+        )
+    if result.flawed:
+        result.warnings.append(f"{page_ranges(result.flawed)}: words split or run together in the PDF's text layer")
+    return result
+
+
+def _read_pypdf(data: bytes, source: str, password: str | None) -> PdfText:
     damaged = "damaged PDF" if b"%PDF" in data[:1024] else "not a PDF (no %PDF header)"
     with _quiet_pypdf() as problems:
         try:
@@ -75,6 +114,35 @@ def read_pdf(data: bytes, source: str, password: str | None = None) -> PdfText:
         more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
         result.warnings.append(f"the PDF is damaged, text may be incomplete (pypdf: {_shorten(problems[0], 80)}{more})")
     return result
+
+
+def _pdfium_pages(data: bytes, password: str | None) -> list[str] | None:
+    """Every page's text as pdfium extracts it, line breaks and hyphens as pypdf writes them; None when pdfium
+    cannot open the file."""
+    try:
+        document = pdfium.PdfDocument(data, password=password)
+    except pdfium.PdfiumError:
+        return None
+    try:
+        pages = []
+        for index in range(len(document)):
+            try:
+                text = document[index].get_textpage().get_text_bounded()
+            except pdfium.PdfiumError:
+                text = ""
+            pages.append(text.replace("\r\n", "\n").replace("\x02", "-\n"))  # \x02: a hyphen at a line end
+        return pages
+    finally:
+        document.close()
+
+
+def _more_readable(first: list[str], second: list[str]) -> list[str]:
+    """Per page, the more readable of two extractions of the same pages (ties: the first)."""
+    own = frequent_words(first + second)
+    chosen = []
+    for a, b in zip(first, second, strict=True):
+        chosen.append(b if measure(b, own).score > measure(a, own).score else a)
+    return chosen
 
 
 def _read(data: bytes, source: str, password: str | None) -> PdfText:

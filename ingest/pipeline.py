@@ -182,11 +182,14 @@ def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None
             offset += len(_PARAGRAPH_BREAK)
         pages.append(Page(number, offset, offset + len(page_text), needs_ocr=not any(map(str.isalnum, page_text))))
         offset += len(page_text)
-    scanned = [page.number for page in pages if page.needs_ocr]
-    if len(scanned) == len(pages):
+    empty = [page.number for page in pages if page.needs_ocr]
+    if len(empty) == len(pages):
         # Storing an empty document would look like success; the user needs to know the file was not read.
         count = f"any of its {len(pages)} pages" if len(pages) > 1 else "its only page"
+        if raw.unreadable:
+            raise IngestError(source, f"no readable text on {count}: the text layer is glyph names, not words")
         raise IngestError(source, f"no extractable text on {count} (scanned?): needs OCR")
+    scanned = [number for number in empty if number not in raw.unreadable]
     warnings = raw.warnings
     if scanned:
         verb = "have" if len(scanned) > 1 else "has"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from samples import pdf_bytes, text_lines
 
 from ingest import pipeline
 from ingest.document import IngestError, ParsedDocument
@@ -181,3 +182,24 @@ def test_jsonl_on_disk_is_read_line_by_line(tmp_path: Path) -> None:
     docs = parse_item(InputItem(str(path), "jsonl", path=path))
     assert [d.source for d in docs] == [f"{path}#{i}" for i in range(40)]
     assert all(isinstance(d, ParsedDocument) and d.text.startswith(f"Record {i} word") for i, d in enumerate(docs))
+
+
+def test_a_page_of_glyph_names_is_flagged_and_not_indexed(tmp_path: Path) -> None:
+    """pypdf extracts a font without a character map as glyph names ("/g00/g01"), pdfium as control codes: neither
+    is text. The page is left out with a warning naming it; a file with nothing else is an error that says why."""
+    readable = text_lines([b"(The quarterly report states total net sales of 280,522 thousand dollars.)"] * 12)
+    glyphs = text_lines([b"<0102030405060720080900>"] * 30)
+    names = b"1 " + b" ".join(b"/g%02d" % i for i in range(9))
+    path = tmp_path / "report.pdf"
+    path.write_bytes(pdf_bytes([readable, glyphs], differences=names))
+    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
+    assert isinstance(doc, ParsedDocument) and len(doc.pages) == 2
+    assert "total net sales" in doc.text and "/g0" not in doc.text
+    second = doc.pages[1]
+    assert doc.text[second.start : second.end] == ""
+    assert "page 2: the text layer is glyph names, not words: not indexed" in doc.warnings
+    assert not any("scanned" in warning for warning in doc.warnings)
+    path.write_bytes(pdf_bytes([glyphs], differences=names))
+    [error] = parse_item(InputItem(str(path), "pdf", path=path))
+    assert isinstance(error, IngestError)
+    assert error.reason == "no readable text on its only page: the text layer is glyph names, not words"

@@ -1,0 +1,43 @@
+"""The readability measure that chooses between two extractions of a PDF page and flags unreadable ones."""
+
+from __future__ import annotations
+
+from ingest.textquality import dictionary, frequent_words, measure
+
+CLEAN = (
+    "We changed the method of recognizing revenue over time. Total net sales increased in the year, and the company"
+    " reported the number of its employees at the end of the period. "
+) * 3
+
+
+def test_the_dictionary_ships_with_the_dependencies() -> None:
+    words = dictionary()
+    assert len(words) > 20_000 and {"the", "revenue", "employees", "changed"} <= words
+
+
+def test_clean_text_is_neither_flawed_nor_unreadable() -> None:
+    quality = measure(CLEAN)
+    assert quality.split == quality.fused == quality.glyphs == 0
+    assert not quality.flawed and not quality.unreadable
+
+
+def test_split_and_fused_words_are_counted() -> None:
+    damaged = CLEAN.replace("We changed", "Wechanged").replace("the year", "th e year").replace("of its", "ofits")
+    quality = measure(damaged)
+    assert (quality.split, quality.fused) == (3, 6) and quality.flawed
+    assert quality.score < measure(CLEAN).score
+
+
+def test_a_documents_own_words_are_not_fused() -> None:
+    text = "The Ontrack system logs each delay. " * 3  # "on" + "track", not a dictionary word: a name used thrice
+    assert "ontrack" not in dictionary() and measure(text).fused == 3
+    assert measure(text, frequent_words([text])).fused == 0
+
+
+def test_glyph_names_make_a_page_unreadable_but_other_scripts_do_not() -> None:
+    assert measure("/CF /D3/D6/CS /D4 /D5 " * 5 + "(cid:12)(cid:7) " * 5).unreadable
+    assert measure("\x01\x02\x03 \x04\x05 " * 10).unreadable
+    arabic = "هذا نص عربي مكتوب بشكل صحيح في ملف " * 5
+    quality = measure(arabic)
+    assert not quality.unreadable and not quality.flawed
+    assert not measure("Der Bericht nennt die Umsätze und die Zahl der Mitarbeiter des Jahres. " * 5).flawed
