@@ -20,6 +20,7 @@ from app.generators import SPEC_FORMS
 from app.services import Services, UserError
 from app.services.ask import GenerationFailed
 from app.services.ingest import IngestEvent, IngestSummary
+from app.services.library import cited_as
 from app.services.summaries import DEFAULT_BUDGET_WORDS
 from ingest.sources import Limits
 from model.inference.summarizers import SUMMARIZERS
@@ -191,7 +192,7 @@ def _print_answer(answer_json: dict[str, Any]) -> None:
     print(answer_json["answer"])
     print()
     for i, c in enumerate(answer_json["citations"], start=1):
-        where = f"{c['title']}" + (f", p. {c['page']}" if c["page"] else "")
+        where = cited_as(c["title"], c["source"]) + (f", p. {c['page']}" if c["page"] else "")
         print(f"[{i}] {where} (chars {c['start']}-{c['end']}, score {c['score']:.2f})\n    {c['text']}")
     print(f"\n{answer_json['reader']} reader, {answer_json['timings_ms']['total']:.1f} ms")
 

@@ -23,10 +23,33 @@ from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, P
 from ingest.document import IngestError
 from ingest.textquality import frequent_words, measure
 
-_JUNK_TITLE = re.compile(
-    r"(?i)^(?:untitled\b|microsoft (?:word|powerpoint)|document\d*$|title$|slide \d)"
+# Titles that name no document: authoring-tool leftovers, file names, and the headings every filing or report
+# starts with ("Table of Contents", "FORM 10-K", "UNITED STATES SECURITIES AND EXCHANGE COMMISSION").
+_GENERIC_TITLE = re.compile(
+    r"(?i)^(?:untitled\b|microsoft (?:word|powerpoint)|document\d*$|title$|slide \d|(?:table of )?contents$"
+    r"|cover(?: page)?$|form (?:10-?[kq]|20-f|8-k)\b|annual report\b|quarterly report\b|united states$"
+    r"|(?:united states )?securities and exchange commission|washington,? d\.? ?c\.?|\(mark one\))"
     r"|\.(?:docx?|pdf|tex|dvi|indd|qxd|rtf|odt|pptx?)$"
 )
+# A filing's cover page names the company on the line above this one.
+_REGISTRANT = re.compile(r"(?im)^\s*\(exact name of (?:the )?registrant as specified in its charter\)")
+
+
+def generic_title(line: str) -> bool:
+    """Whether ``line`` is a title that names no document (too few letters, or a heading any file could have)."""
+    return sum(ch.isalpha() for ch in line) < 3 or bool(_GENERIC_TITLE.search(line.strip()))
+
+
+def registrant_title(first_page: str) -> str | None:
+    """ "Apple Inc. Form 10-K" from a filing's cover page: the line above "(Exact name of registrant …)"."""
+    match = _REGISTRANT.search(first_page)
+    if not match:
+        return None
+    lines = [line.strip() for line in first_page[: match.start()].splitlines() if line.strip()]
+    if not lines or generic_title(lines[-1]):
+        return None
+    form = re.search(r"(?i)\bform\s+(10-?[kq]|20-f|8-k)\b", first_page)
+    return " ".join(lines[-1].split()) + (f" Form {form.group(1).upper()}" if form else "")
 
 
 @dataclass
@@ -191,7 +214,7 @@ def _metadata_title(reader: PdfReader) -> str | None:
     if not isinstance(title, str):
         return None
     title = " ".join(title.split())
-    if sum(ch.isalpha() for ch in title) < 3 or _JUNK_TITLE.search(title):
+    if generic_title(title):
         return None
     return title[:300]
 

@@ -24,7 +24,7 @@ from ingest.clean import clean_pdf_pages, normalize_text
 from ingest.document import IngestError, Page, ParsedDocument, Section, Sentence
 from ingest.htmltext import html_blocks
 from ingest.paperxml import read_paper_xml
-from ingest.pdf import page_ranges, read_pdf
+from ingest.pdf import generic_title, page_ranges, read_pdf, registrant_title
 from ingest.segment import section_name, segment
 from ingest.sources import InputItem, Limits, item_chunks, item_hash, size_text
 from ingest.textfile import decode_text, stream_text
@@ -195,7 +195,8 @@ def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None
         verb = "have" if len(scanned) > 1 else "has"
         warnings.append(f"{page_ranges(scanned)} {verb} no extractable text (scanned?): needs OCR")
     text = _PARAGRAPH_BREAK.join(cleaned)
-    title = raw.title or _pdf_title(raw.pages) or _stem(source)
+    registrant = next((t for t in map(registrant_title, raw.pages[:2]) if t), None)  # a filing's cover page
+    title = registrant or raw.title or _pdf_title(raw.pages) or _stem(source)
     return _document(source, title, "pdf", text, content_hash, pages=pages, warnings=warnings)
 
 
@@ -308,11 +309,12 @@ def _first_line(text: str) -> str:
 
 
 def _pdf_title(pages: list[str]) -> str:
-    """The first line of the first page with text that is not a venue line, a URL or an address."""
+    """The first line of the first page with text that is not a venue line, a URL, an address or a heading any
+    document could have ("Table of Contents")."""
     for page in pages:
         for line in page.split("\n", 10)[:10]:
             line = normalize_text(line)
-            if sum(map(str.isalpha, line)) >= 3 and not _NOT_A_TITLE.search(line):
+            if not generic_title(line) and not _NOT_A_TITLE.search(line):
                 return line if len(line) <= _TITLE_CHARS else ""
         if page:
             break

@@ -6,7 +6,7 @@ import hashlib
 import re
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pypdfium2 as pdfium
 from PIL import Image, ImageDraw
@@ -14,6 +14,12 @@ from PIL import Image, ImageDraw
 from app.services.errors import UserError, storage_errors
 from storage.library import CollectionInfo, Library
 from storage.models import Document
+
+
+def cited_as(title: str, source: str) -> str:
+    """How a citation names its document: the title, and the file name when it is not already the title."""
+    name = PurePath(source.rsplit("!", 1)[-1].split("#", 1)[0]).name
+    return title if not name or name in title or PurePath(name).stem == title else f"{title} ({name})"
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,7 @@ class LibraryService:
             last = next((end + m.start() for m in re.finditer(r"\s+\S*$", text[end:last])), last)
         return Evidence(
             document_id,
-            document.title,
+            cited_as(document.title, document.source),
             document.kind,
             page,
             text[first:start],

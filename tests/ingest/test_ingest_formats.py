@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from samples import pdf_bytes, text_lines
+from samples import text_pdf
 
 from ingest import pipeline
 from ingest.document import IngestError, ParsedDocument
@@ -187,11 +187,11 @@ def test_jsonl_on_disk_is_read_line_by_line(tmp_path: Path) -> None:
 def test_a_page_of_glyph_names_is_flagged_and_not_indexed(tmp_path: Path) -> None:
     """pypdf extracts a font without a character map as glyph names ("/g00/g01"), pdfium as control codes: neither
     is text. The page is left out with a warning naming it; a file with nothing else is an error that says why."""
-    readable = text_lines([b"(The quarterly report states total net sales of 280,522 thousand dollars.)"] * 12)
-    glyphs = text_lines([b"<0102030405060720080900>"] * 30)
+    readable: list[str | bytes] = ["The quarterly report states total net sales of 280,522 thousand dollars."] * 12
+    glyphs: list[str | bytes] = [b"<0102030405060720080900>"] * 30
     names = b"1 " + b" ".join(b"/g%02d" % i for i in range(9))
     path = tmp_path / "report.pdf"
-    path.write_bytes(pdf_bytes([readable, glyphs], differences=names))
+    path.write_bytes(text_pdf(None, [readable, glyphs], differences=names))
     [doc] = parse_item(InputItem(str(path), "pdf", path=path))
     assert isinstance(doc, ParsedDocument) and len(doc.pages) == 2
     assert "total net sales" in doc.text and "/g0" not in doc.text
@@ -199,7 +199,28 @@ def test_a_page_of_glyph_names_is_flagged_and_not_indexed(tmp_path: Path) -> Non
     assert doc.text[second.start : second.end] == ""
     assert "page 2: the text layer is glyph names, not words: not indexed" in doc.warnings
     assert not any("scanned" in warning for warning in doc.warnings)
-    path.write_bytes(pdf_bytes([glyphs], differences=names))
+    path.write_bytes(text_pdf(None, [glyphs], differences=names))
     [error] = parse_item(InputItem(str(path), "pdf", path=path))
     assert isinstance(error, IngestError)
     assert error.reason == "no readable text on its only page: the text layer is glyph names, not words"
+
+
+def test_a_filing_is_titled_by_its_registrant_and_a_generic_heading_is_no_title(tmp_path: Path) -> None:
+    cover: list[str | bytes] = [
+        "UNITED STATES",
+        "SECURITIES AND EXCHANGE COMMISSION",
+        "Washington, D.C. 20549",
+        "FORM 10-K",
+        "Acme Widgets, Inc.",
+        b"(\\(Exact name of registrant as specified in its charter\\))",
+        "Total net sales were 280,522 thousand dollars in 2019.",
+    ]
+    path = tmp_path / "acme-2019.pdf"
+    path.write_bytes(text_pdf("Table of Contents", [cover]))
+    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
+    assert isinstance(doc, ParsedDocument) and doc.title == "Acme Widgets, Inc. Form 10-K"
+    contents: list[str | bytes] = ["Table of Contents", "Quarterly results of the widget business"] * 3
+    path = tmp_path / "widgets.pdf"
+    path.write_bytes(text_pdf("Table of Contents", [contents]))
+    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
+    assert isinstance(doc, ParsedDocument) and doc.title == "Quarterly results of the widget business"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from gradio_client import Client
 from playwright.sync_api import Browser, Page, expect
-from ui_support import USERS, choose_collection, new_context, table_rows, text_pdf, upload_and_ingest
+from samples import text_pdf
+from ui_support import USERS, choose_collection, new_context, table_rows, upload_and_ingest
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 PAPER = SHARED_DATA / "pdf_papers_papermage_fixtures" / "2304.02623v1.pdf"

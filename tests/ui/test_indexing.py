@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
-from ui_support import choose_collection, text_pdf, upload_and_ingest
+from samples import text_pdf
+from ui_support import choose_collection, upload_and_ingest
 
 from storage.library import Library
 

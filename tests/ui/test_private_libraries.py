@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from gradio_client import Client, handle_file
 from playwright.sync_api import Browser, expect
-from ui_support import USERS, new_context, text_pdf
+from samples import text_pdf
+from ui_support import USERS, new_context
 
 SECRET = "alices-secret-notes"
 QUESTION = "Where does the lighthouse keeper live?"

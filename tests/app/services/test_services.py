@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 from PIL import ImageChops
+from samples import text_pdf
 from sqlalchemy import select
-from ui_support import text_pdf
 
 from app.services import Services, UserError
+from app.services.library import cited_as
 from storage.models import SummaryRow
 
 TIDES = [
@@ -244,3 +245,13 @@ def test_the_command_line_starts_without_the_model() -> None:
 
     code = "import sys, app.cli; print(sorted({'torch', 'sklearn', 'nltk'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_a_citation_names_the_file_beside_a_title_that_is_not_its_name() -> None:
+    assert (
+        cited_as("Acme Widgets, Inc. Form 10-K", "/data/acme-2019.pdf")
+        == "Acme Widgets, Inc. Form 10-K (acme-2019.pdf)"
+    )
+    assert cited_as("acme-2019", "/data/acme-2019.pdf") == "acme-2019"
+    assert cited_as("Minutes", "/data/meetings.zip!2019/march.txt") == "Minutes (march.txt)"
+    assert cited_as("Record 7", "/data/notes.jsonl#7") == "Record 7 (notes.jsonl)"
