@@ -33,6 +33,9 @@ _WORKER_ENV = {"PYTHONHASHSEED": "0", "LC_ALL": "C.UTF-8"}
 _OBJECT_ADDRESS = re.compile(r"( at 0x|, handle )[0-9a-fA-F]+")
 
 
+_GUTTER = re.compile(r"^( *)\| ?")  # pydoc's "     |  " in front of a class's members
+
+
 def _wanted(name: str) -> bool:
     parts = name.split(".")
     if parts[0] in _EXCLUDED:
@@ -69,13 +72,15 @@ def stdlib_module_names() -> list[str]:
 
 
 def clean_doc(text: str) -> str:
-    """Drop pydoc's 'MODULE REFERENCE' boilerplate (the same paragraph in every module), object addresses
+    """Drop pydoc's 'MODULE REFERENCE' boilerplate (the same paragraph in every module), the ``|`` gutter it
+    draws down a class's members (so a docstring reads as paragraphs, not as lines of a table), object addresses
     in reprs (``<function f at 0x7f...>``, different on every run) and trailing spaces."""
     lines, skipping = [], False
     for line in text.splitlines():
         if line and not line[0].isspace():
             skipping = line == "MODULE REFERENCE"
         if not skipping:
+            line = _GUTTER.sub(r"\1", line)
             lines.append(_OBJECT_ADDRESS.sub("", line).rstrip())
     return "\n".join(lines).strip() + "\n"
 

@@ -20,8 +20,9 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
                embeddings, plus its document term (see ``model.network.hybrid.heads.TokenMatchHead``)
     semantic   cos(E_q, E_p)               EvidenceHead over the question's and p's pooled states
     doc        cos(E_q, mean of E_p' in p's document)   which document (meeting, paper) the question is about
+    lexical    Okapi BM25 of the question's words in p (``model.inference.lexical``)
 
-``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc`` with the checkpoint's
+``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical`` with the checkpoint's
 :class:`EvidenceWeights` (fitted on training data held out of every stage). The answer cites, for each of the best k
 passages, the sentence that best answers the question (the match and semantic terms over the passage's sentences): a
 sentence of the library, named by its document and its index among the document's sentences.
@@ -37,13 +38,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from model.inference.lexical import WordBags, bm25, question_words
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
 from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 4  # of the arrays; arrays of another format are rebuilt
+FORMAT = 5  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
 
@@ -113,6 +115,8 @@ class CollectionIndex:
     sentence_emb: torch.Tensor  # (S, e) unit
     passage_tokens: TokenBags
     sentence_tokens: TokenBags
+    passage_words: WordBags  # the lexical term's word counts
+    sentence_words: WordBags
     vocab_size: int
     passage_token_spans: torch.Tensor  # (P, 2) int64 token spans, documents' tokens one after the other
     document_tokens: torch.Tensor  # (D,) int64 tokens of each document
@@ -154,6 +158,7 @@ class CollectionIndex:
         state = net.model.new_state(record=True)
         means = encode_spans(net, ids, np.concatenate([p_tokens, s_tokens]), state)  # (P + S, d)
         n = len(document.sentences)
+        sentence_texts = [document.sentence_text(i) for i in range(n)]
         empty = torch.zeros(0, net.cfg.d_model)
         return cls(
             weights_id=net.cfg.weights_id,
@@ -166,7 +171,9 @@ class CollectionIndex:
             passage_emb=net.evidence.embed_spans(torch.cat([means[: len(p_tokens)], empty])),
             sentence_emb=net.evidence.embed_spans(torch.cat([means[len(p_tokens) :], empty])),
             passage_tokens=TokenBags.build([ids[a:b] for a, b in p_tokens]),
-            sentence_tokens=TokenBags.build(tokenizer.encode_batch([document.sentence_text(i) for i in range(n)])),
+            sentence_tokens=TokenBags.build(tokenizer.encode_batch(sentence_texts)),
+            passage_words=WordBags.build([document.text[a:b] for a, b in passages.spans.tolist()]),
+            sentence_words=WordBags.build(sentence_texts),
             vocab_size=net.cfg.vocab_size,
             passage_token_spans=_int(p_tokens, 2),
             document_tokens=_int([len(ids)]),
@@ -200,6 +207,8 @@ class CollectionIndex:
             sentence_emb=torch.cat([p.sentence_emb for p in parts]),
             passage_tokens=TokenBags.concat([p.passage_tokens for p in parts]),
             sentence_tokens=TokenBags.concat([p.sentence_tokens for p in parts]),
+            passage_words=WordBags.concat([p.passage_words for p in parts]),
+            sentence_words=WordBags.concat([p.sentence_words for p in parts]),
             vocab_size=parts[0].vocab_size,
             passage_token_spans=torch.cat([p.passage_token_spans + int(t) for p, t in zip(parts, tokens, strict=True)]),
             document_tokens=torch.cat([p.document_tokens for p in parts]),
@@ -224,6 +233,8 @@ class CollectionIndex:
             bags = getattr(self, name)
             for part in ("token_ids", "owner", "lengths"):
                 arrays[f"{name}.{part}"] = getattr(bags, part).numpy()
+        for name in ("passage_words", "sentence_words"):
+            arrays |= getattr(self, name).arrays(name)
         return arrays
 
     @classmethod
@@ -251,6 +262,8 @@ class CollectionIndex:
                 document_ids=list(document_ids),
                 **{name: tensors[name] for name in (*INT_ARRAYS, "passage_emb", "sentence_emb")},
                 **bags,
+                passage_words=WordBags.from_arrays(arrays, "passage_words"),
+                sentence_words=WordBags.from_arrays(arrays, "sentence_words"),
                 vocab_size=int(arrays["vocab_size"]),
                 stores=stores,
             )
@@ -305,13 +318,14 @@ class Question:
     ids: torch.Tensor  # (Tq,) token ids
     embedding: torch.Tensor  # (e,) unit
     keys: torch.Tensor  # (V, e) the match head's vocabulary keys
+    words: torch.Tensor  # (Q,) int64 distinct word ids, ascending (the lexical term)
 
     @classmethod
     @torch.no_grad()
     def encode(cls, model: Model, question: str) -> Question:
         ids = question_ids(model, question)
         net = model.net
-        return cls(ids, net.encode_question(ids), net.match.keys(net.model.embed.weight))
+        return cls(ids, net.encode_question(ids), net.match.keys(net.model.embed.weight), question_words(question))
 
 
 def read_term(mass: torch.Tensor) -> torch.Tensor:
@@ -323,7 +337,8 @@ def read_term(mass: torch.Tensor) -> torch.Tensor:
 def evidence_terms(
     model: Model, index: CollectionIndex, question: Question, read: ReadResult | None = None
 ) -> dict[str, torch.Tensor]:
-    """The z-scored terms of the evidence score of every passage.  → {"match", "semantic", "doc"[, "read"]}: (P,)"""
+    """The z-scored terms of the evidence score of every passage.
+    → {"match", "semantic", "doc", "lexical"[, "read"]}: (P,)"""
     net = model.net
     match = match_scores(net, question.ids, index.passage_tokens, index.idf, question.keys)
     documents = index.passage_document
@@ -331,6 +346,7 @@ def evidence_terms(
         "match": _zscore(net.match.logits(match, documents, len(index.document_ids))),
         "semantic": _zscore(index.passage_emb @ question.embedding),
         "doc": _zscore(index.document_emb[documents] @ question.embedding),
+        "lexical": _zscore(bm25(index.passage_words, question.words)),
     }
     if read is not None:
         terms["read"] = read_term(read.mass)
@@ -341,6 +357,7 @@ def evidence_score(model: Model, terms: dict[str, torch.Tensor]) -> torch.Tensor
     """The evidence score from the terms of :func:`evidence_terms` (a missing read term counts 0).  → (P,)"""
     w = model.weights
     score = w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
+    score = score + w.lexical * terms["lexical"]
     return score + w.read * terms["read"] if "read" in terms else score
 
 
@@ -367,13 +384,16 @@ def read(model: Model, index: CollectionIndex, cache: ReadCache, question: Quest
 @torch.no_grad()
 def best_sentence(model: Model, index: CollectionIndex, question: Question, passage: int) -> int:
     """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
-    score's match and semantic terms over the passage's sentences."""
+    score's match, semantic and lexical terms over the passage's sentences (the lexical term's word frequencies
+    counted over the index's passages)."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.ids, bags, index.idf, question.keys)
     semantic = index.sentence_emb[first:last] @ question.embedding
+    lexical = bm25(index.sentence_words.slice(first, last), question.words, idf_from=index.passage_words)
     w = model.weights
-    return first + int((w.match * _zscore(match) + w.semantic * _zscore(semantic)).argmax())
+    score = w.match * _zscore(match) + w.semantic * _zscore(semantic) + w.lexical * _zscore(lexical)
+    return first + int(score.argmax())
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ class EvidenceWeights:
     semantic: float = 1.0  # w_sem: the pooled-state cosine
     doc: float = 0.5  # w_doc: the document-level semantic prior
     redundancy: float = 0.8  # summaries: skip a sentence this similar (cosine) to one already chosen
+    lexical: float = 0.0  # w_lex: BM25 of the question's words (checkpoints before 2026-12-05 have none: 0)
 
     @classmethod
     def from_dict(cls, data: dict) -> EvidenceWeights:

@@ -54,3 +54,15 @@ def test_clean_doc_drops_boilerplate_and_addresses() -> None:
     )
     expected = "Python Library Documentation: module m\n\nNAME\n    m - Doc.\n\nFUNCTIONS\n    f(x=<object object>)\n"
     assert clean_doc(raw) == expected
+
+
+def test_clean_doc_drops_the_gutter_of_class_members() -> None:
+    raw = (
+        "CLASSES\n    class Timer(Thread)\n     |  Timer(interval, function)\n     |\n"
+        "     |  Call a function after a specified number\n     |  of seconds.\n"
+    )
+    expected = (
+        "CLASSES\n    class Timer(Thread)\n      Timer(interval, function)\n\n"
+        "      Call a function after a specified number\n      of seconds.\n"
+    )
+    assert clean_doc(raw) == expected

@@ -14,6 +14,10 @@
   summary, is the reference: the human summary is built from the abstract plus citing sentences, and the
   acceptance rule "LEAD is the stronger baseline; the abstract must be stripped or LEAD copies the reference"
   only makes sense for the abstract.
+- ``leval_{name}_docs.jsonl`` / ``leval_{name}_questions.jsonl`` for the L-Eval open-ended QA sets
+  (``LEVAL_QA_SETS``: contracts, multi-document, Natural Questions, scientific papers): one document per record
+  (its ``input``), one question per instruction with its output as the answer, ``"doc"`` naming its document and no
+  evidence spans: ``eval qa`` counts a hit by the answer (``metrics.answer_in``).
 """
 
 from __future__ import annotations
@@ -45,6 +49,26 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSONL file (blank lines skipped)."""
     with path.open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
+
+
+# --- L-Eval ----------------------------------------------------------------------------------------------------
+
+LEVAL_QA_SETS = ("legal_contract_qa", "multidoc_qa", "natural_question", "scientific_qa")
+
+
+def convert_leval_qa(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The documents and questions of one L-Eval open-ended QA file (see the module docstring)."""
+    name = path.stem
+    documents, questions = [], []
+    for i, record in enumerate(read_jsonl(path)):
+        doc_id = f"{name}-{i}"
+        documents.append({"id": doc_id, "text": record["input"], "title": f"{name} {i}"})
+        pairs = zip(record["instructions"], record["outputs"], strict=True)
+        for j, (question, answer) in enumerate(pairs):
+            questions.append(
+                {"id": f"{doc_id}-{j}", "question": question, "answers": [answer], "evidence": [], "doc": doc_id}
+            )
+    return documents, questions
 
 
 # --- QMSum -----------------------------------------------------------------------------------------------------
@@ -153,6 +177,11 @@ def main(argv: list[str] | None = None) -> int:
             args.out / f"qmsum_{split}_specific_questions.jsonl", (q for q in questions if q["kind"] == "specific")
         )
         print(f"qmsum {split}: {n_docs} meetings, {n_all} questions ({n_specific} specific)")
+    for name in LEVAL_QA_SETS:
+        documents, questions = convert_leval_qa(args.data / "leval" / "Open-ended-tasks" / f"{name}.jsonl")
+        write_jsonl(args.out / f"leval_{name}_docs.jsonl", documents)
+        write_jsonl(args.out / f"leval_{name}_questions.jsonl", questions)
+        print(f"leval {name}: {len(documents)} documents, {len(questions)} questions")
     papers = list(convert_scisumm(args.data / "scisumm"))
     write_jsonl(args.out / "scisumm_ge5000w.jsonl", papers)
     cut = sum(p["abstract_sentences_cut"] > 0 for p in papers)

@@ -2,12 +2,17 @@
 
 Evidence recall@k: a question is a hit at k when at least one of the system's first k cited spans overlaps (shares
 at least one character with) a gold evidence span of the same document; recall@k is the fraction of hits among
-the questions that have gold evidence. ROUGE is rouge-score's F-measure with Porter stemming. Latencies are
+the questions that have gold evidence. A question without evidence spans but with an answer and its document (L-Eval)
+is a hit at k when one of the first k cited spans lies in that document and holds the answer (:func:`answer_in`:
+the normalised answer, or for an answer of more than ``SHORT_ANSWER_WORDS`` words at least half of its content
+words). ROUGE is rouge-score's F-measure with Porter stemming. Latencies are
 percentiles of per-question wall times in milliseconds. A citation may hold at most ``MAX_CITATION_WORDS`` words.
 """
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -15,8 +20,52 @@ import numpy as np
 
 from model.inference.rouge import ROUGE_TYPES, rouge
 
-__all__ = ["ROUGE_TYPES", "Span", "check_citations", "first_hit_rank", "latency_percentiles", "recall_at", "rouge"]
+__all__ = [
+    "ROUGE_TYPES",
+    "Span",
+    "answer_hit_rank",
+    "answer_in",
+    "check_citations",
+    "first_hit_rank",
+    "latency_percentiles",
+    "recall_at",
+    "rouge",
+]
 MAX_CITATION_WORDS = 250  # "a cited span is at most ~200 words": the baselines cite at most 200
+SHORT_ANSWER_WORDS = 5  # an answer of at most this many words must appear whole in the cited span
+_STOPWORDS = frozenset(
+    "a an and are as at be by for from has have in is it its of on or that the their this to was were which with"
+    " will would can could do does did not no but if then than so such these those there they them he she his her"
+    " we our you your i".split()
+)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(ch if ch not in string.punctuation else " " for ch in text.lower())
+    return " ".join(w for w in text.split() if w not in {"a", "an", "the"})
+
+
+def answer_in(answer: str, text: str) -> bool:
+    """Whether ``text`` holds ``answer`` (see the module docstring)."""
+    wanted, held = normalize_answer(answer), normalize_answer(text)
+    words = wanted.split()
+    if not words:
+        return False
+    if len(words) <= SHORT_ANSWER_WORDS:
+        return re.search(rf"(?<!\S){re.escape(wanted)}(?!\S)", held) is not None
+    content = {w for w in words if w not in _STOPWORDS}
+    return bool(content) and len(content & set(held.split())) >= 0.5 * len(content)
+
+
+def answer_hit_rank(
+    cited: Sequence[Span], texts: Mapping[str, str], document: str, answers: Sequence[str]
+) -> int | None:
+    """1-based rank of the first cited span of ``document`` holding one of ``answers``, or None."""
+    for rank, span in enumerate(cited, 1):
+        if span.doc == document and any(answer_in(a, texts[span.doc][span.start : span.end]) for a in answers):
+            return rank
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
 """``eval qa``: evidence recall@1/5/10, document@1, answer ROUGE-L and latency of each QA system on the same corpus.
 
 Inputs (JSONL): documents ``{"id", "text", "title"?}``; questions ``{"id", "question", "answers": [str],
-"evidence": [{"doc", "start", "end"}]}`` with character spans in the document texts. Every system indexes the
+"evidence": [{"doc", "start", "end"}], "doc"?}`` with character spans in the document texts, or without evidence
+but with ``"doc"``, the question's document: then a hit is a cited span of that document holding the answer
+(``metrics.answer_hit_rank``). Every system indexes the
 whole corpus (``index_s``), then answers each question with up to 10 citations; the latency is the wall time
 of one ``ask``. ``document@1``: the first citation lies in a document holding gold evidence (over a collection,
-whether the system found the right document at all). Questions without evidence count for ROUGE-L only. A citation
+whether the system found the right document at all). Questions with neither evidence nor a document count for
+ROUGE-L only. A citation
 of an unknown document or of more than ``MAX_CITATION_WORDS`` words stops the run with an error.
 """
 
@@ -20,6 +23,7 @@ from typing import Any
 from model.research.evaluation.datasets import read_jsonl
 from model.research.evaluation.metrics import (
     Span,
+    answer_hit_rank,
     check_citations,
     first_hit_rank,
     latency_percentiles,
@@ -37,6 +41,12 @@ class Question:
     question: str
     answers: list[str]
     evidence: list[Span]
+    document: str | None = None  # the question's document, when a hit is counted by the answer
+
+    @property
+    def scored(self) -> bool:
+        """Whether recall counts this question (it has evidence, or a document and an answer)."""
+        return bool(self.evidence) or (self.document is not None and bool(self.answers))
 
 
 def load_documents(path: Path) -> list[Document]:
@@ -51,6 +61,7 @@ def load_questions(path: Path, limit: int | None = None) -> list[Question]:
             row["question"],
             list(row.get("answers") or []),
             [Span(str(e["doc"]), int(e["start"]), int(e["end"])) for e in row.get("evidence") or []],
+            str(row["doc"]) if row.get("doc") is not None else None,
         )
         for row in rows
     ]
@@ -74,10 +85,14 @@ def evaluate_system(
         latencies.append((time.perf_counter() - started) * 1000)
         cited = response.citations[: max(RECALL_AT)]
         check_citations(texts, cited, system.name)
-        rank = first_hit_rank(cited, q.evidence) if q.evidence else None
         if q.evidence:
+            rank = first_hit_rank(cited, q.evidence)
+        else:
+            rank = answer_hit_rank(cited, texts, q.document, q.answers) if q.scored else None
+        if q.scored:
             ranks.append(rank)
-            document_hits.append(bool(cited) and cited[0].doc in {e.doc for e in q.evidence})
+            gold_documents = {e.doc for e in q.evidence} or {q.document}
+            document_hits.append(bool(cited) and cited[0].doc in gold_documents)
         score = rouge(response.answer, q.answers, ("rougeL",))["rougeL"] if q.answers else None
         if score is not None:
             rouge_l.append(score)
@@ -113,6 +128,7 @@ def run_qa(
     report: dict[str, Any] = {
         "questions": len(questions),
         "evidence_questions": sum(bool(q.evidence) for q in questions),
+        "answer_questions": sum(q.scored and not q.evidence for q in questions),
         "documents": len(documents),
         "systems": {},
     }

@@ -1,0 +1,120 @@
+"""The lexical term of the evidence score: Okapi BM25 of the question's words in each span (passage or sentence).
+
+Words are lower-cased alphanumeric runs, Porter-stemmed when 4+ characters long (rouge-score's rule), each mapped
+to one of ``BUCKETS`` ids by CRC-32, so a span's word counts are a small sparse row that needs no shared vocabulary:
+an index of many documents is the concatenation of its documents' rows, and the inverse document frequencies are
+counted over whichever spans a question reads.
+
+    bags = WordBags.build(["The budget was approved.", "Remote controls ..."])    # one row per span
+    scores = bm25(bags, question_words("What was decided about the budget?"))     # (P,)
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import torch
+
+BUCKETS = 1 << 24
+K1, B = 1.2, 0.75
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@cache
+def _stemmer():
+    from nltk.stem.porter import PorterStemmer  # imported on first use: 1 s
+
+    return PorterStemmer()
+
+
+@cache
+def _word_id(word: str) -> int:
+    stem = _stemmer().stem(word) if len(word) > 3 else word
+    return zlib.crc32(stem.encode()) % BUCKETS
+
+
+def word_ids(text: str) -> list[int]:
+    """The word ids of ``text``, in order."""
+    return [_word_id(w) for w in _WORD.findall(text.lower())]
+
+
+def question_words(question: str) -> torch.Tensor:
+    """(Q,) int64 distinct word ids of a question."""
+    return torch.as_tensor(sorted(set(word_ids(question))), dtype=torch.int64)
+
+
+@dataclass
+class WordBags:
+    """Spans as sparse word counts: entry i says span ``owner[i]`` holds word ``ids[i]`` ``counts[i]`` times."""
+
+    ids: torch.Tensor  # (N,) int64 word ids, distinct within a span
+    counts: torch.Tensor  # (N,) float32
+    owner: torch.Tensor  # (N,) int64 span of each entry, ascending
+    lengths: torch.Tensor  # (P,) float32 words of each span
+
+    @classmethod
+    def build(cls, texts: Sequence[str]) -> WordBags:
+        ids, counts, owner, lengths = [], [], [], []
+        for row, text in enumerate(texts):
+            words = np.asarray(word_ids(text), dtype=np.int64)
+            distinct, count = np.unique(words, return_counts=True)
+            ids.append(distinct)
+            counts.append(count)
+            owner.append(np.full(len(distinct), row, dtype=np.int64))
+            lengths.append(len(words))
+        empty = np.zeros(0, np.int64)
+        return cls(
+            torch.as_tensor(np.concatenate([*ids, empty])),
+            torch.as_tensor(np.concatenate([*counts, empty]), dtype=torch.float32),
+            torch.as_tensor(np.concatenate([*owner, empty])),
+            torch.as_tensor(lengths, dtype=torch.float32),
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[WordBags]) -> WordBags:
+        """The spans of ``parts``, one after the other."""
+        offsets = np.cumsum([0] + [len(p.lengths) for p in parts[:-1]])
+        return cls(
+            torch.cat([p.ids for p in parts]),
+            torch.cat([p.counts for p in parts]),
+            torch.cat([p.owner + int(o) for p, o in zip(parts, offsets, strict=True)]),
+            torch.cat([p.lengths for p in parts]),
+        )
+
+    def slice(self, first: int, last: int) -> WordBags:
+        """The spans [first, last), renumbered from 0."""
+        a, b = (int(torch.searchsorted(self.owner, v)) for v in (first, last))
+        return WordBags(self.ids[a:b], self.counts[a:b], self.owner[a:b] - first, self.lengths[first:last])
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}.{name}": getattr(self, name).numpy() for name in ("ids", "counts", "owner", "lengths")}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str) -> WordBags:
+        """KeyError when absent."""
+        return cls(*(torch.from_numpy(arrays[f"{prefix}.{name}"]) for name in ("ids", "counts", "owner", "lengths")))
+
+
+def bm25(bags: WordBags, question: torch.Tensor, idf_from: WordBags | None = None) -> torch.Tensor:
+    """BM25 of the question's distinct word ids (Q,) in every span of ``bags``, the inverse document frequencies
+    and mean length counted over the spans of ``idf_from`` (default: ``bags``).  → (P,)"""
+    spans = idf_from or bags
+    n = spans.lengths.shape[0]
+    scores = torch.zeros(bags.lengths.shape[0])
+    if question.numel() == 0 or n == 0:
+        return scores
+    df = torch.isin(spans.ids, question)
+    terms, df_counts = torch.unique(spans.ids[df], return_counts=True)
+    idf = torch.zeros(question.shape[0])
+    known = torch.isin(question, terms)
+    idf[known] = torch.log1p((n - df_counts.float() + 0.5) / (df_counts.float() + 0.5))
+    hit = torch.isin(bags.ids, question)
+    tf, owner = bags.counts[hit], bags.owner[hit]
+    weight = idf[torch.searchsorted(question, bags.ids[hit])]
+    norm = K1 * (1 - B + B * bags.lengths[owner] / spans.lengths.mean().clamp_min(1e-9))
+    return scores.index_add_(0, owner, weight * tf * (K1 + 1) / (tf + norm))

@@ -1,0 +1,35 @@
+"""The lexical term is Okapi BM25 as the evaluation's baseline computes it, over the same words."""
+
+from __future__ import annotations
+
+import torch
+from tolerance import assert_close
+
+from model.inference.lexical import WordBags, bm25, question_words
+from model.research.evaluation.baselines import BM25Index, tokenize
+
+TEXTS = [
+    "The committee approved the budget for the new library after a long debate.",
+    "Remote controls were designed with a scroll wheel; the budget was twelve euros and fifty cents.",
+    "Total net sales were 280,522 in 2019 and 265,595 in 2018.",
+    "Employees: the company had approximately 137,000 full-time equivalent employees.",
+    "",
+    "Budgets, budgeting and budgeted amounts: the budget budget budget.",
+]
+
+
+def test_bm25_equals_the_baseline_on_the_same_words() -> None:
+    index = BM25Index([tokenize(t) for t in TEXTS])
+    bags = WordBags.build(TEXTS)
+    for question in ("What was the budget?", "How many employees did the company have?", "net sales in 2019", "zzz"):
+        expected = index.scores(tokenize(question))
+        assert_close(bm25(bags, question_words(question)), torch.as_tensor(expected, dtype=torch.float32), "float32")
+
+
+def test_concatenated_bags_score_as_one() -> None:
+    whole = WordBags.build(TEXTS)
+    parts = WordBags.concat([WordBags.build(TEXTS[:2]), WordBags.build(TEXTS[2:])])
+    q = question_words("the budget of the library")
+    assert torch.equal(bm25(whole, q), bm25(parts, q))
+    assert torch.equal(parts.slice(2, 4).lengths, whole.lengths[2:4])
+    assert bm25(whole, q)[4] == 0 and bm25(whole, q)[2] == 0  # no words; none of the question's
