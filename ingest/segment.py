@@ -173,6 +173,9 @@ _ABBREVIATIONS = {
     "Alg",
 }
 _LAST_WORD = re.compile(r"\S+$")
+# A figure in a table: 280,522 · (1,234) · -3.5 · 12% · $4.2 · 2019 (a column year)
+_FIGURE = re.compile(r"[$€£(]?[-−]?\d[\d,]*(?:\.\d+)?%?\)?[,;]?|[-—–]")
+_CURRENCY = frozenset("$ € £ US$".split())
 _INITIALS = re.compile(r"[A-Za-z]|(?:[A-Za-z]\.)+[A-Za-z]")
 
 
@@ -265,7 +268,45 @@ def segment(
 
 
 def split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Sentence spans in ``text[start:end]``, trimmed of whitespace, none longer than MAX_SENTENCE_CHARS."""
+    """Sentence spans in ``text[start:end]``, trimmed of whitespace, none longer than MAX_SENTENCE_CHARS. Each line
+    of a table (two or more lines in a row that are mostly figures: ``_table_row``) is a sentence of its own, so a
+    citation quotes the row whole; its header line, a row of years or labels, stays in the same paragraph."""
+    spans: list[tuple[int, int]] = []
+    begin = start
+    for row_start, row_end in _table_rows(text, start, end):
+        spans.extend(_prose_sentences(text, begin, row_start))
+        _add(spans, text, row_start, row_end)
+        begin = row_end
+    spans.extend(_prose_sentences(text, begin, end))
+    return spans
+
+
+def _table_row(line: str) -> bool:
+    """Two or more figures (or years), figures and currency signs making at least 40 % of the line's tokens."""
+    tokens = line.split()
+    figures = sum(1 for t in tokens if _FIGURE.fullmatch(t))
+    return figures >= 2 and figures + sum(t in _CURRENCY for t in tokens) >= 0.4 * len(tokens)
+
+
+def _table_rows(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The lines of ``text[start:end]`` that are table rows, in runs of two or more."""
+    lines, at = [], start
+    for line in text[start:end].split("\n"):
+        lines.append((at, at + len(line), _table_row(line)))
+        at += len(line) + 1
+    rows: list[tuple[int, int]] = []
+    run: list[tuple[int, int]] = []
+    for line_start, line_end, is_row in [*lines, (end, end, False)]:
+        if is_row:
+            run.append((line_start, line_end))
+            continue
+        if len(run) >= 2:
+            rows.extend(run)
+        run = []
+    return rows
+
+
+def _prose_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     begin = start
     for match in _BOUNDARY.finditer(text, start, end):

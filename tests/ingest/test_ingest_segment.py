@@ -140,3 +140,21 @@ def test_markdown_and_explicit_heading_spans() -> None:
     text = "Top\n\nINTRODUCTION TO IT\n\nBody."
     seg = segment(text, heading_spans=[(0, 3)])  # only the given spans are headings
     assert [s.title for s in seg.sections] == ["Top"]
+
+
+def test_table_rows_are_sentences_of_their_own() -> None:
+    text = (
+        "The table below shows net sales by category.\n2019 2018 2017\niPhone $ 142,381 $ 164,888 $ 139,337\n"
+        "Total net sales $ 260,174 $ 265,595 $ 229,234\nNet sales decreased in 2019 compared to 2018. Revenue of"
+        " 260,174 million in 2019,\ncompared with 265,595 million in 2018, fell by 2 percent."
+    )
+    sentences = [text[s.start : s.end] for s in segment(text).sentences]
+    assert sentences == [
+        "The table below shows net sales by category.",
+        "2019 2018 2017",
+        "iPhone $ 142,381 $ 164,888 $ 139,337",
+        "Total net sales $ 260,174 $ 265,595 $ 229,234",
+        "Net sales decreased in 2019 compared to 2018.",
+        "Revenue of 260,174 million in 2019,\ncompared with 265,595 million in 2018, fell by 2 percent.",
+    ]
+    assert len({s.paragraph for s in segment(text).sentences}) == 1  # the header stays with its rows
