@@ -27,12 +27,6 @@ from model.inference.summarizers import SUMMARIZERS
 from storage.db import StorageError
 from storage.library import HOME_ENV
 
-SAMPLE_QUESTIONS = [
-    "How do I read a CSV file with a header row into dictionaries?",
-    "How can I run a function after a delay in another thread?",
-    "What does the strict parameter of zip do?",
-]
-
 
 def _services(args: argparse.Namespace, generator: str = "") -> Services:
     return Services(Path(args.home) if args.home else None, generator)
@@ -258,7 +252,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from app.services.sample import build_sample
+    from app.services.sample import SAMPLE_QUESTIONS, build_sample
 
     services = _services(args)
     report = build_sample(services, progress=print)
@@ -268,7 +262,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "the index is saved, so questions here and in `indexpool serve` read it"
         )
         index_collection(services, report["collection"])
-    for question in SAMPLE_QUESTIONS:
+    for question, _ in SAMPLE_QUESTIONS[:10]:
         print(f"\n=== {question}")
         _print_answer(services.ask.ask([report["collection"]], question, top_k=3).to_json())
     print(f"\nlibrary: {services.home}\nnext: indexpool serve   (then open http://127.0.0.1:7860)")

@@ -32,6 +32,10 @@ from storage.library import Library
 from storage.metrics import MetricStore
 
 NO_ANSWER = "No sentence in the chosen collections matches the question."
+LOW_CONFIDENCE = (
+    "No confident answer: no passage of the chosen collections holds enough of the question's words (the best holds"
+    " {held:.0%} of their weight, an answer needs {needed:.0%}). The closest passages are cited below."
+)
 
 
 @dataclass
@@ -62,6 +66,7 @@ class Answer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     generated: Generated | None = None  # when a generator ran
     read: dict[str, Any] | None = None  # the IndexPool reader's read: tiers, bytes, tokens, device
+    confident: bool = True  # False: the best passage holds too little of the question; the citations are the closest
 
     def to_json(self) -> dict[str, Any]:
         """The documented ``ask --json`` object; ``generated`` only when a generator ran."""
@@ -70,6 +75,7 @@ class Answer:
             "citations": [asdict(c) for c in self.citations],
             "timings_ms": self.timings_ms,
             "reader": self.reader,
+            "confident": self.confident,
         }
         if self.generated is not None:
             data["generated"] = asdict(self.generated)
@@ -150,7 +156,12 @@ class IndexPoolReader:
                         entries.append((collection, document.id, document.content_hash))
         if not entries:
             return Answer(NO_ANSWER, [], self.name, {"load": _ms(started)})
-        from model.inference.qa import Question, answer, read  # torch: only when the model reads (the CLI starts fast)
+        from model.inference.qa import (  # torch: only when the model reads (the CLI starts fast)
+            Question,
+            answer,
+            question_coverage,
+            read,
+        )
         from model.network.checkpoint import CheckpointMissing, load_model
 
         try:
@@ -197,7 +208,11 @@ class IndexPoolReader:
             for s, h in zip(sentences, hits, strict=True)
         ]
         chosen = [c for c in citations[:2] if c.score >= citations[0].score - self.answer_margin]
+        held = question_coverage(index, q, hits[0].passage)
         timings["cite"] = _ms(citing)
+        if held < model.weights.min_coverage:
+            text = LOW_CONFIDENCE.format(held=held, needed=model.weights.min_coverage)
+            return Answer(text, citations, self.name, timings, read=stats, confident=False)
         return Answer(_quote(chosen), citations, self.name, timings, read=stats)
 
 

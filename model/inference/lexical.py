@@ -100,6 +100,23 @@ class WordBags:
         return cls(*(torch.from_numpy(arrays[f"{prefix}.{name}"]) for name in ("ids", "counts", "owner", "lengths")))
 
 
+def coverage(bags: WordBags, question: torch.Tensor, span: int) -> float:
+    """The share of the question's word weight that span ``span`` of ``bags`` holds: each distinct question word
+    (Q,) weighs its inverse document frequency over ``bags``' spans, a word found nowhere the most. 0 for a question
+    without words."""
+    if question.numel() == 0:
+        return 0.0
+    n = bags.lengths.shape[0]
+    present = torch.isin(bags.ids, question)
+    df = torch.zeros(question.shape[0]).index_add_(
+        0, torch.searchsorted(question, bags.ids[present]), torch.ones(int(present.sum()))
+    )
+    idf = torch.log1p((n - df + 0.5) / (df + 0.5))
+    first, last = (int(torch.searchsorted(bags.owner, v)) for v in (span, span + 1))
+    held = torch.isin(question, bags.ids[first:last])
+    return float(idf[held].sum() / idf.sum())
+
+
 def bm25(bags: WordBags, question: torch.Tensor, idf_from: WordBags | None = None) -> torch.Tensor:
     """BM25 of the question's distinct word ids (Q,) in every span of ``bags``, the inverse document frequencies
     and mean length counted over the spans of ``idf_from`` (default: ``bags``).  → (P,)"""

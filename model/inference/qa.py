@@ -38,7 +38,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model.inference.lexical import WordBags, bm25, question_words
+from model.inference.lexical import WordBags, bm25, coverage, question_words
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
 from model.network.checkpoint import Model
@@ -47,6 +47,7 @@ from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
 FORMAT = 5  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
+MIN_SENTENCE_WORDS = 4  # a cited sentence has at least this many words, when its passage has one
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
 
 
@@ -385,7 +386,7 @@ def read(model: Model, index: CollectionIndex, cache: ReadCache, question: Quest
 def best_sentence(model: Model, index: CollectionIndex, question: Question, passage: int) -> int:
     """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
     score's match, semantic and lexical terms over the passage's sentences (the lexical term's word frequencies
-    counted over the index's passages)."""
+    counted over the index's passages), among its sentences of ``MIN_SENTENCE_WORDS`` words or more if any."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.ids, bags, index.idf, question.keys)
@@ -393,7 +394,16 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
     lexical = bm25(index.sentence_words.slice(first, last), question.words, idf_from=index.passage_words)
     w = model.weights
     score = w.match * _zscore(match) + w.semantic * _zscore(semantic) + w.lexical * _zscore(lexical)
+    whole = index.sentence_words.lengths[first:last] >= MIN_SENTENCE_WORDS
+    if whole.any():  # never a fragment ("Non-standard.", a lone heading) when the passage has a sentence
+        score = score.masked_fill(~whole, float("-inf"))
     return first + int(score.argmax())
+
+
+def question_coverage(index: CollectionIndex, question: Question, passage: int) -> float:
+    """The share of the question's word weight that ``passage`` holds (``model.inference.lexical.coverage``): an
+    answer whose best passage holds less than the checkpoint's ``min_coverage`` is not a confident one."""
+    return coverage(index.passage_words, question.words, passage)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ class EvidenceWeights:
     doc: float = 0.5  # w_doc: the document-level semantic prior
     redundancy: float = 0.8  # summaries: skip a sentence this similar (cosine) to one already chosen
     lexical: float = 0.0  # w_lex: BM25 of the question's words (checkpoints before 2026-12-05 have none: 0)
+    min_coverage: float = 0.0  # an answer whose best passage holds less of the question's words is not confident
 
     @classmethod
     def from_dict(cls, data: dict) -> EvidenceWeights:

@@ -25,9 +25,11 @@ import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from model.inference.qa import CollectionIndex, Question, evidence_terms
+from model.inference.lexical import coverage
+from model.inference.qa import CollectionIndex, Question, evidence_score, evidence_terms
 from model.network.checkpoint import Model, load_model
 from model.research.evaluation.datasets import LEVAL_QA_SETS, read_jsonl
 from model.research.evaluation.metrics import answer_in
@@ -50,16 +52,32 @@ class Domain:
     name: str
     terms: torch.Tensor  # (Q, 4, P) z-scored terms in TERMS order
     gold: torch.Tensor  # (Q, P) bool
+    index: CollectionIndex  # without stores
+    questions: list[Question]  # (Q,) encoded
 
 
-def _domain(model: Model, name: str, documents: list[dict], questions: list[dict]) -> Domain:
+def _index(model: Model, name: str, documents: list[dict], cache: Path | None) -> CollectionIndex:
+    """The domain's index, built once and kept in ``cache`` (without the read's stores)."""
+    ids = [d["id"] for d in documents]
+    path = cache / f"{name}.npz" if cache else None
+    if path is not None and path.is_file():
+        with np.load(path) as arrays:
+            return CollectionIndex.from_arrays(dict(arrays), ids, model.weights_id)
     print(f"calibrate: {name}: encoding {len(documents)} documents", file=sys.stderr, flush=True)
-    texts = {d["id"]: d["text"] for d in documents}
     index = CollectionIndex.build(model, [document_text(d["id"], d["text"]) for d in documents])
     index.stores = None  # the read is not computed: free its keys and values
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, **index.to_arrays())
+    return index
+
+
+def _domain(model: Model, name: str, documents: list[dict], questions: list[dict], cache: Path | None) -> Domain:
+    texts = {d["id"]: d["text"] for d in documents}
+    index = _index(model, name, documents, cache)
     docs = [index.document_ids[int(d)] for d in index.passage_document]
     spans = index.passage_spans.tolist()
-    terms, gold = [], []
+    terms, gold, encoded = [], [], []
     for q in questions:
         if q.get("evidence"):
             hits = [
@@ -73,24 +91,50 @@ def _domain(model: Model, name: str, documents: list[dict], questions: list[dict
             ]
         if not any(hits):  # the answer is in no passage: no system can find it
             continue
-        t = evidence_terms(model, index, Question.encode(model, q["question"]))
+        question = Question.encode(model, q["question"])
+        t = evidence_terms(model, index, question)
         terms.append(torch.stack([t[n] for n in TERMS]))
         gold.append(torch.tensor(hits))
+        encoded.append(question)
     print(f"calibrate: {name}: {len(terms)} of {len(questions)} questions answerable", file=sys.stderr, flush=True)
-    return Domain(name, torch.stack(terms), torch.stack(gold))
+    return Domain(name, torch.stack(terms), torch.stack(gold), index, encoded)
 
 
-def load_domains(model: Model, data: Path, qmsum_meetings: int) -> list[Domain]:
+def load_domains(model: Model, data: Path, qmsum_meetings: int, cache: Path | None) -> list[Domain]:
     meetings = read_jsonl(data / "qmsum_train_docs.jsonl")[:qmsum_meetings]
     kept = {m["id"] for m in meetings}
     questions = [
         q for q in read_jsonl(data / "qmsum_train_specific_questions.jsonl") if q["evidence"][0]["doc"] in kept
     ]
-    domains = [_domain(model, "qmsum-train", meetings, questions)]
+    domains = [_domain(model, "qmsum-train", meetings, questions, cache)]
     for name in LEVAL_QA_SETS:
         documents = read_jsonl(data / f"leval_{name}_docs.jsonl")
-        domains.append(_domain(model, name, documents, read_jsonl(data / f"leval_{name}_questions.jsonl")))
+        questions = read_jsonl(data / f"leval_{name}_questions.jsonl")
+        domains.append(_domain(model, name, documents, questions, cache))
     return domains
+
+
+def confidence_threshold(model: Model, domains: list[Domain], keep: float = 0.95) -> dict[str, float]:
+    """The coverage threshold below which an answer is not confident (``model.inference.lexical.coverage`` of the
+    best passage): the (1 − keep) quantile of the coverage of right first answers over every domain. Reported with
+    the share of wrong first answers and of off-topic questions (each domain's questions over the next domain's
+    corpus) that fall below it."""
+    right, wrong, off_topic = [], [], []
+    for i, d in enumerate(domains):
+        other = domains[(i + 1) % len(domains)]
+        for q, g, question in zip(d.terms, d.gold, d.questions, strict=True):
+            score = evidence_score(model, dict(zip(TERMS, q, strict=True)))
+            best = int(score.argmax())
+            (right if g[best] else wrong).append(coverage(d.index.passage_words, question.words, best))
+            away = evidence_score(model, evidence_terms(model, other.index, question))
+            off_topic.append(coverage(other.index.passage_words, question.words, int(away.argmax())))
+    threshold = float(np.quantile(right, 1 - keep))
+    return {
+        "threshold": round(threshold, 3),
+        "right_below": float(np.mean(np.asarray(right) < threshold)),
+        "wrong_below": float(np.mean(np.asarray(wrong) < threshold)) if wrong else float("nan"),
+        "off_topic_below": float(np.mean(np.asarray(off_topic) < threshold)),
+    }
 
 
 def recall(domain: Domain, weights: torch.Tensor) -> float:
@@ -116,9 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qmsum-meetings", type=int, default=40)
     parser.add_argument("--write", type=Path, help="store the chosen weights in this checkpoint")
     parser.add_argument("--json", type=Path, help="write the per-domain table here")
+    parser.add_argument("--cache", type=Path, help="keep each domain's index here (reruns skip the encoding)")
     args = parser.parse_args(argv)
     model = load_model()
-    domains = load_domains(model, args.data, args.qmsum_meetings)
+    domains = load_domains(model, args.data, args.qmsum_meetings, args.cache)
     combos = [w for w in itertools.product(*(GRID[n] for n in TERMS)) if any(w)]
     table = {w: [recall(d, torch.tensor(w)) for d in domains] for w in combos}
     bm25 = table[(0.0, 0.0, 0.0, 1.0)]
@@ -141,10 +186,13 @@ def main(argv: list[str] | None = None) -> int:
                 "weights_without_it": dict(zip(TERMS, held_out, strict=True)),
             }
         )
+    weights = replace(shipped, **dict(zip(TERMS, chosen, strict=True)))
+    confidence = confidence_threshold(replace(model, weights=weights), domains)
     report = {
         "chosen": dict(zip(TERMS, chosen, strict=True)),
         "shipped": dict(zip(TERMS, shipped_w, strict=True)),
         "rows": rows,
+        "confidence": confidence,
     }
     print(f"{'domain':<20}{'Q':>5}{'BM25':>8}{'shipped':>9}{'chosen':>8}{'left out':>10}")
     for r in rows:
@@ -153,11 +201,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['chosen_on_all']:>8.3f}{r['chosen_without_it']:>10.3f}"
         )
     print("chosen weights:", report["chosen"])
+    print("confidence:", confidence)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     if args.write:
         payload = torch.load(args.write, map_location="cpu", weights_only=True)
-        weights = replace(shipped, **dict(zip(TERMS, chosen, strict=True)))
+        weights = replace(weights, min_coverage=confidence["threshold"])
         payload["evidence"] = asdict(weights)
         payload["meta"]["evidence_calibration"] = {"command": "python -m model.research.training.calibrate", **report}
         torch.save(payload, args.write.with_suffix(".partial"))
