@@ -100,10 +100,24 @@ class WordBags:
         return cls(*(torch.from_numpy(arrays[f"{prefix}.{name}"]) for name in ("ids", "counts", "owner", "lengths")))
 
 
+# Words a question is phrased with rather than about: left out of ``coverage`` (a small collection may lack them).
+QUESTION_STOPWORDS = (
+    "a about an and are as at be by can could did do does for from had has have how i if in is it its me my of on"
+    " or should that the their there these this those to was were what when where which who whom whose why will"
+    " with would you your"
+)
+
+
+@cache
+def _stopword_ids() -> torch.Tensor:
+    return torch.as_tensor(sorted(set(word_ids(QUESTION_STOPWORDS))), dtype=torch.int64)
+
+
 def coverage(bags: WordBags, question: torch.Tensor, span: int) -> float:
     """The share of the question's word weight that span ``span`` of ``bags`` holds: each distinct question word
-    (Q,) weighs its inverse document frequency over ``bags``' spans, a word found nowhere the most. 0 for a question
-    without words."""
+    (Q,) but ``QUESTION_STOPWORDS`` weighs its inverse document frequency over ``bags``' spans, a word found nowhere
+    the most. 0 for a question without such words."""
+    question = question[~torch.isin(question, _stopword_ids())]
     if question.numel() == 0:
         return 0.0
     n = bags.lengths.shape[0]

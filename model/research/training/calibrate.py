@@ -37,10 +37,10 @@ from model.research.evaluation.passages import document_text
 
 TERMS = ("match", "semantic", "doc", "lexical")
 GRID = {
-    "match": (0.0, 0.5, 1.0),
-    "semantic": (0.0, 0.25, 0.5),
-    "doc": (0.0, 0.25, 0.5),
-    "lexical": (0.0, 0.5, 1.0, 1.5, 2.0, 3.0),
+    "match": (0.0, 0.25, 0.5, 0.75, 1.0),
+    "semantic": (0.0, 0.125, 0.25, 0.5),
+    "doc": (0.0, 0.125, 0.25, 0.5),
+    "lexical": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
 }
 K = 5
 

@@ -246,3 +246,22 @@ def test_without_a_checkpoint_the_baseline_answers(home: Path, tmp_path: Path, m
     assert services.ask.ask(["notes"], "How do whales breathe?").reader == "bm25"
     with pytest.raises(UserError, match=r"checkpoint is not installed \(.*missing\.pt\); use --reader bm25"):
         services.ask.ask(["notes"], "How do whales breathe?", reader="indexpool")
+
+
+def test_an_answer_below_the_calibrated_coverage_says_it_is_not_confident(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from model.network import checkpoint
+
+    load = checkpoint.load_model
+
+    def strict(path: Path | None = None) -> checkpoint.Model:
+        model = load(path)
+        return replace(model, weights=replace(model.weights, min_coverage=0.3))
+
+    monkeypatch.setattr(checkpoint, "load_model", strict)
+    sure = services.ask.ask(["notes"], "How do whales breathe?", top_k=3, reader="indexpool")
+    assert sure.confident and sure.answer.startswith(f"{sure.citations[0].text} [1]")
+    unsure = services.ask.ask(["notes"], "Who painted the Mona Lisa?", top_k=3, reader="indexpool")
+    assert not unsure.confident and unsure.answer.startswith("No confident answer")
+    assert len(unsure.citations) == 3 and unsure.to_json()["confident"] is False  # the closest passages, flagged
