@@ -28,9 +28,11 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from app.services.errors import UserError, storage_errors
+from app.services.library import file_name
 from model.inference.passages import DocumentText
 from model.network.paths import indexpool_checkpoint
 from storage.indexes import IndexStore
@@ -426,4 +428,6 @@ class IndexService:
         if row is None:
             raise UserError(f"document {document_id} left the library while it was being indexed; ask again")
         spans = self.library.sentence_spans(document_id)
-        return DocumentText.of(str(document_id), row.text, [(s, e) for s, e, _ in spans], [p for _, _, p in spans])
+        title = f"{row.title} {PurePath(file_name(row.source)).stem}"
+        sentences, paragraphs = [(s, e) for s, e, _ in spans], [p for _, _, p in spans]
+        return DocumentText.of(str(document_id), row.text, sentences, paragraphs, title)

@@ -16,9 +16,15 @@ from storage.library import CollectionInfo, Library
 from storage.models import Document
 
 
+def file_name(source: str) -> str:
+    """The file name of a document's source: ``/a/b.pdf`` → ``b.pdf``, ``x.zip!dir/m.txt`` → ``m.txt``,
+    ``notes.jsonl#7`` → ``notes.jsonl``."""
+    return PurePath(source.rsplit("!", 1)[-1].split("#", 1)[0]).name
+
+
 def cited_as(title: str, source: str) -> str:
     """How a citation names its document: the title, and the file name when it is not already the title."""
-    name = PurePath(source.rsplit("!", 1)[-1].split("#", 1)[0]).name
+    name = file_name(source)
     return title if not name or name in title or PurePath(name).stem == title else f"{title} ({name})"
 
 

@@ -25,11 +25,14 @@ class DocumentText:
     text: str
     sentences: np.ndarray  # (S, 2) int64 character spans [start, end) in reading order
     paragraphs: np.ndarray  # (S,) int64 paragraph of each sentence
+    title: str = ""  # what names the document (its title and file name): words every passage of it is about
 
     @classmethod
-    def of(cls, id: str, text: str, sentences: Sequence[tuple[int, int]], paragraphs: Sequence[int]) -> DocumentText:
+    def of(
+        cls, id: str, text: str, sentences: Sequence[tuple[int, int]], paragraphs: Sequence[int], title: str = ""
+    ) -> DocumentText:
         spans = np.asarray(sentences, dtype=np.int64).reshape(-1, 2)
-        return cls(id, text, spans, np.asarray(paragraphs, dtype=np.int64).reshape(-1))
+        return cls(id, text, spans, np.asarray(paragraphs, dtype=np.int64).reshape(-1), title)
 
     def sentence_text(self, i: int) -> str:
         start, end = self.sentences[i]

@@ -20,7 +20,8 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
                embeddings, plus its document term (see ``model.network.hybrid.heads.TokenMatchHead``)
     semantic   cos(E_q, E_p)               EvidenceHead over the question's and p's pooled states
     doc        cos(E_q, mean of E_p' in p's document)   which document (meeting, paper) the question is about
-    lexical    Okapi BM25 of the question's words in p (``model.inference.lexical``)
+    lexical    Okapi BM25 of the question's words in p and its document's title and file name
+               (``model.inference.lexical``)
 
 ``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical`` with the checkpoint's
 :class:`EvidenceWeights` (fitted on training data held out of every stage). The answer cites, for each of the best k
@@ -45,7 +46,7 @@ from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 5  # of the arrays; arrays of another format are rebuilt
+FORMAT = 6  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
 MIN_SENTENCE_WORDS = 4  # a cited sentence has at least this many words, when its passage has one
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -173,7 +174,7 @@ class CollectionIndex:
             sentence_emb=net.evidence.embed_spans(torch.cat([means[len(p_tokens) :], empty])),
             passage_tokens=TokenBags.build([ids[a:b] for a, b in p_tokens]),
             sentence_tokens=TokenBags.build(tokenizer.encode_batch(sentence_texts)),
-            passage_words=WordBags.build([document.text[a:b] for a, b in passages.spans.tolist()]),
+            passage_words=WordBags.build([f"{document.title}\n{document.text[a:b]}" for a, b in passages.spans]),
             sentence_words=WordBags.build(sentence_texts),
             vocab_size=net.cfg.vocab_size,
             passage_token_spans=_int(p_tokens, 2),

@@ -62,7 +62,7 @@ def convert_leval_qa(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     documents, questions = [], []
     for i, record in enumerate(read_jsonl(path)):
         doc_id = f"{name}-{i}"
-        documents.append({"id": doc_id, "text": record["input"], "title": f"{name} {i}"})
+        documents.append({"id": doc_id, "text": record["input"]})  # L-Eval inputs have no titles
         pairs = zip(record["instructions"], record["outputs"], strict=True)
         for j, (question, answer) in enumerate(pairs):
             questions.append(

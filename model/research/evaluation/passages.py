@@ -23,10 +23,10 @@ class Passage:
     text: str
 
 
-def document_text(doc: str, text: str) -> DocumentText:
-    """The document ``doc`` with its sentences as the library would split them."""
+def document_text(doc: str, text: str, title: str = "") -> DocumentText:
+    """The document ``doc`` with its sentences as the library would split them, and its ``title``."""
     sentences = segment(text).sentences
-    return DocumentText.of(doc, text, [(s.start, s.end) for s in sentences], [s.paragraph for s in sentences])
+    return DocumentText.of(doc, text, [(s.start, s.end) for s in sentences], [s.paragraph for s in sentences], title)
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

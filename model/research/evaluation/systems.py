@@ -54,7 +54,7 @@ class IndexPoolQA:
         self.model, self.name, self.cache_config = model, name, cache or CacheConfig()
 
     def index(self, documents: Sequence[Document]) -> None:
-        self.documents = [document_text(d.id, d.text) for d in documents]
+        self.documents = [document_text(d.id, d.text, d.title) for d in documents]
         self.collection = CollectionIndex.build(self.model, self.documents)
         self.cache = read_cache(self.model, self.collection, self.cache_config)
 

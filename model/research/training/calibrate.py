@@ -12,7 +12,8 @@ read is left out: its weight stays as shipped) are computed once over its domain
 the grid is then scored by recall@5 per domain. The lexical term alone is BM25 over the same passages (the same
 formula as the ``bm25`` baseline), so every row carries its BM25 reference from the same run. The chosen weights
 maximise the smallest margin over BM25 across domains, then the mean recall; leave-one-domain-out rows choose on
-the other domains and report the one left out. ``--write`` stores the weights chosen on all domains in the
+the other domains and report the one left out (weights are scaled so that the largest is 1: the same ranking, the
+score on the scale the answer margin was set for). ``--write`` stores the weights chosen on all domains in the
 checkpoint (its network weights, and so its weights id, unchanged).
 """
 
@@ -64,7 +65,7 @@ def _index(model: Model, name: str, documents: list[dict], cache: Path | None) -
         with np.load(path) as arrays:
             return CollectionIndex.from_arrays(dict(arrays), ids, model.weights_id)
     print(f"calibrate: {name}: encoding {len(documents)} documents", file=sys.stderr, flush=True)
-    index = CollectionIndex.build(model, [document_text(d["id"], d["text"]) for d in documents])
+    index = CollectionIndex.build(model, [document_text(d["id"], d["text"], d.get("title", "")) for d in documents])
     index.stores = None  # the read is not computed: free its keys and values
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     shipped_r = [recall(d, torch.tensor(shipped_w)) for d in domains]
     everything = list(range(len(domains)))
     chosen = choose(table, bm25, everything)
+    chosen = tuple(w / max(chosen) for w in chosen)  # the same ranking, the largest weight 1 (as match's was)
     rows = []
     for i, d in enumerate(domains):
         held_out = choose(table, bm25, [j for j in everything if j != i])
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                 "questions": int(d.gold.shape[0]),
                 "bm25": bm25[i],
                 "shipped": shipped_r[i],
-                "chosen_on_all": table[chosen][i],
+                "chosen_on_all": recall(d, torch.tensor(chosen)),
                 "chosen_without_it": table[held_out][i],
                 "weights_without_it": dict(zip(TERMS, held_out, strict=True)),
             }
