@@ -207,7 +207,9 @@ class IndexPoolReader:
             Citation(s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4))
             for s, h in zip(sentences, hits, strict=True)
         ]
-        chosen = [c for c in citations[:2] if c.score >= citations[0].score - self.answer_margin]
+        chosen = [citations[0]]
+        if len(citations) > 1 and citations[1].score >= citations[0].score - self.answer_margin:
+            chosen += [citations[1]] if citations[1].text != citations[0].text else []  # a docstring seen twice
         held = question_coverage(index, q, hits[0].passage)
         timings["cite"] = _ms(citing)
         if held < model.weights.min_coverage:

@@ -77,6 +77,14 @@ def cache_config(settings: Mapping[str, Any]) -> CacheConfig:
         raise UserError(f"the cache settings are not valid: {error}") from error
 
 
+def store_key(model: Model) -> str:
+    """What a document's stored index and caches are filed under: the checkpoint's weights and the index format
+    (a new format is rebuilt, by ``build`` too, rather than found and refused when a question loads it)."""
+    from model.inference.qa import FORMAT
+
+    return f"{model.weights_id}-index{FORMAT}"
+
+
 def fingerprint(entries: Sequence[tuple[str, int, str]], weights_id: str) -> str:
     """sha256 of the selection's sorted (collection, document id, content hash) and the checkpoint's weights id."""
     digest = hashlib.sha256(weights_id.encode())
@@ -169,7 +177,7 @@ class IndexService:
         except UserError as error:
             log.warning("background indexing is off: %s", error)
             return
-        self._prune(model.weights_id)
+        self._prune(store_key(model))
         while True:
             with self._wake:
                 while not self._queue:
@@ -211,8 +219,8 @@ class IndexService:
             if d is not None
             and d.status == "ingested"
             and not (
-                self.store.has(model.weights_id, d.id, d.content_hash)
-                and self.store.has_entries(model.weights_id, key, d.id, d.content_hash)
+                self.store.has(store_key(model), d.id, d.content_hash)
+                and self.store.has_entries(store_key(model), key, d.id, d.content_hash)
             )
         ]
         started = time.perf_counter()
@@ -230,7 +238,7 @@ class IndexService:
             model = load_model()
         except CheckpointMissing as error:
             raise UserError(f"{error}; use --reader bm25") from error
-        self._weights_id = model.weights_id
+        self._weights_id = store_key(model)
         return model
 
     def _owner(self, document_id: int) -> str:
@@ -261,8 +269,8 @@ class IndexService:
             index = self._cached(self._documents, key)
             if index is not None:
                 return index
-            arrays = self.store.load(model.weights_id, document_id, content_hash)
-            store = self.store.load_store(model.weights_id, document_id, content_hash)
+            arrays = self.store.load(store_key(model), document_id, content_hash)
+            store = self.store.load_store(store_key(model), document_id, content_hash)
             index = None
             if arrays is not None and store is not None:
                 try:
@@ -273,8 +281,8 @@ class IndexService:
             if index is None:
                 index = CollectionIndex.build(model, [self._document_text(document_id)])
                 (built,) = index.stores
-                self.store.save(model.weights_id, document_id, content_hash, index.to_arrays(), (built.kv, built.keys))
-                store = self.store.load_store(model.weights_id, document_id, content_hash)
+                self.store.save(store_key(model), document_id, content_hash, index.to_arrays(), (built.kv, built.keys))
+                store = self.store.load_store(store_key(model), document_id, content_hash)
                 if store is not None:  # read from the memory-mapped files from now on, not the encoder's arrays
                     index.stores = [DocumentStore(*store)]
             self._remember(self._documents, key, index, MEMORY_DOCUMENTS)
@@ -288,11 +296,11 @@ class IndexService:
         from model.inference.read import DocumentEntries
 
         key = cache_key(settings)
-        entries = self._stored_entries(model.weights_id, model.net.cfg.n_layers, key, document_id, content_hash)
+        entries = self._stored_entries(store_key(model), model.net.cfg.n_layers, key, document_id, content_hash)
         if entries is None:
             (store,) = self.document_index(model, document_id, content_hash).stores
             entries = DocumentEntries.pool(store, cache_config(settings), model)
-            self.store.save_entries(model.weights_id, key, document_id, content_hash, entries.to_arrays())
+            self.store.save_entries(store_key(model), key, document_id, content_hash, entries.to_arrays())
         self._remember(self._entries, (document_id, content_hash, key), entries, MEMORY_DOCUMENTS)
         return entries
 

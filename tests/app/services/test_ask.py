@@ -226,16 +226,20 @@ def test_the_background_indexes_each_document_as_it_is_ingested(
 
 
 def test_the_indexes_of_removed_documents_are_pruned(services: Services, home: Path) -> None:
+    from app.services.indexes import store_key
     from model.network.checkpoint import load_model
 
     assert services.indexes.build([d.id for d in services.library.documents("notes")]) == len(PARAGRAPHS)
     assert services.indexes.build([d.id for d in services.library.documents("notes")]) == 0  # all there
     services.library.remove("notes", ["whales.txt"])
     stale = home / "indexpool" / "0123456789ab" / "1-00.npz"  # of another checkpoint
-    stale.parent.mkdir()
-    stale.write_bytes(b"")
-    services.indexes._prune(load_model().weights_id)
-    assert len(stored_indexes(home)) == len(PARAGRAPHS) - 1 and not stale.parent.exists()
+    older = home / "indexpool" / f"{load_model().weights_id}-index1" / "1-00.npz"  # of an earlier index format
+    for path in (stale, older):
+        path.parent.mkdir()
+        path.write_bytes(b"")
+    services.indexes._prune(store_key(load_model()))
+    assert len(stored_indexes(home)) == len(PARAGRAPHS) - 1
+    assert not stale.parent.exists() and not older.parent.exists()
 
 
 def test_without_a_checkpoint_the_baseline_answers(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
