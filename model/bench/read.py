@@ -206,9 +206,10 @@ def summary(result: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from model.inference.qa import FORMAT
     from model.network.checkpoint import load_model
 
-    folder = args.folder or CACHE_DIR / f"read-{args.tokens}-{load_model().weights_id}"
+    folder = args.folder or CACHE_DIR / f"read-{args.tokens}-{load_model().weights_id}-index{FORMAT}"
     if args.session:
         print(json.dumps(session(folder, args.session, args.questions, args.tier2)))
         return 0

@@ -116,7 +116,8 @@ def _stopword_ids() -> torch.Tensor:
 def coverage(bags: WordBags, question: torch.Tensor, span: int) -> float:
     """The share of the question's word weight that span ``span`` of ``bags`` holds: each distinct question word
     (Q,) but ``QUESTION_STOPWORDS`` weighs its inverse document frequency over ``bags``' spans, a word found nowhere
-    the most. 0 for a question without such words."""
+    the most, a word in more than half of them as one in half (in a small collection the question's subject may be
+    in every passage: it still counts). 0 for a question without such words."""
     question = question[~torch.isin(question, _stopword_ids())]
     if question.numel() == 0:
         return 0.0
@@ -125,6 +126,7 @@ def coverage(bags: WordBags, question: torch.Tensor, span: int) -> float:
     df = torch.zeros(question.shape[0]).index_add_(
         0, torch.searchsorted(question, bags.ids[present]), torch.ones(int(present.sum()))
     )
+    df = df.clamp_max(n / 2)
     idf = torch.log1p((n - df + 0.5) / (df + 0.5))
     first, last = (int(torch.searchsorted(bags.owner, v)) for v in (span, span + 1))
     held = torch.isin(question, bags.ids[first:last])

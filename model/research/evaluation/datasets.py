@@ -18,6 +18,10 @@
   (``LEVAL_QA_SETS``: contracts, multi-document, Natural Questions, scientific papers): one document per record
   (its ``input``), one question per instruction with its output as the answer, ``"doc"`` naming its document and no
   evidence spans: ``eval qa`` counts a hit by the answer (``metrics.answer_in``).
+- ``summaries_{name}.jsonl`` (``{"id", "text", "reference"}`` for ``eval summarize``), one summary set per domain:
+  ``qmsum_val`` (each meeting and the answer of its general query, "Summarize the whole meeting"), and the L-Eval
+  summary sets ``news_summ``, ``tv_show_summ`` and ``review_summ`` (each input and the reference of its first
+  instruction, a summary of the whole input: L-Eval's other instructions ask about one aspect).
 """
 
 from __future__ import annotations
@@ -69,6 +73,26 @@ def convert_leval_qa(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, A
                 {"id": f"{doc_id}-{j}", "question": question, "answers": [answer], "evidence": [], "doc": doc_id}
             )
     return documents, questions
+
+
+LEVAL_SUMMARY_SETS = ("news_summ", "tv_show_summ", "review_summ")
+
+
+def convert_leval_summaries(path: Path) -> list[dict[str, Any]]:
+    """The inputs of one L-Eval summary file with the reference of their first instruction."""
+    return [
+        {"id": f"{path.stem}-{i}", "text": record["input"], "reference": record["outputs"][0]}
+        for i, record in enumerate(read_jsonl(path))
+    ]
+
+
+def qmsum_summaries(documents: list[dict[str, Any]], questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each meeting with the answer of its (first) general query as the reference."""
+    general = {}
+    for q in questions:
+        if q["kind"] == "general" and q["answers"]:
+            general.setdefault(q["evidence"][0]["doc"], q["answers"][0])
+    return [{"id": d["id"], "text": d["text"], "reference": general[d["id"]]} for d in documents if d["id"] in general]
 
 
 # --- QMSum -----------------------------------------------------------------------------------------------------
@@ -177,11 +201,17 @@ def main(argv: list[str] | None = None) -> int:
             args.out / f"qmsum_{split}_specific_questions.jsonl", (q for q in questions if q["kind"] == "specific")
         )
         print(f"qmsum {split}: {n_docs} meetings, {n_all} questions ({n_specific} specific)")
+        if split == "val":
+            n = write_jsonl(args.out / "summaries_qmsum_val.jsonl", qmsum_summaries(documents, questions))
+            print(f"qmsum val summaries: {n} meetings with a general query")
     for name in LEVAL_QA_SETS:
         documents, questions = convert_leval_qa(args.data / "leval" / "Open-ended-tasks" / f"{name}.jsonl")
         write_jsonl(args.out / f"leval_{name}_docs.jsonl", documents)
         write_jsonl(args.out / f"leval_{name}_questions.jsonl", questions)
         print(f"leval {name}: {len(documents)} documents, {len(questions)} questions")
+    for name in LEVAL_SUMMARY_SETS:
+        items = convert_leval_summaries(args.data / "leval" / "Open-ended-tasks" / f"{name}.jsonl")
+        print(f"leval {name}: {write_jsonl(args.out / f'summaries_{name}.jsonl', items)} inputs to summarize")
     papers = list(convert_scisumm(args.data / "scisumm"))
     write_jsonl(args.out / "scisumm_ge5000w.jsonl", papers)
     cut = sum(p["abstract_sentences_cut"] > 0 for p in papers)

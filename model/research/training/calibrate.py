@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from model.inference.lexical import coverage
-from model.inference.qa import CollectionIndex, Question, evidence_score, evidence_terms
+from model.inference.qa import FORMAT, CollectionIndex, Question, evidence_score, evidence_terms
 from model.network.checkpoint import Model, load_model
 from model.research.evaluation.datasets import LEVAL_QA_SETS, read_jsonl
 from model.research.evaluation.metrics import answer_in
@@ -60,7 +60,7 @@ class Domain:
 def _index(model: Model, name: str, documents: list[dict], cache: Path | None) -> CollectionIndex:
     """The domain's index, built once and kept in ``cache`` (without the read's stores)."""
     ids = [d["id"] for d in documents]
-    path = cache / f"{name}.npz" if cache else None
+    path = cache / f"{name}-{model.weights_id}-index{FORMAT}.npz" if cache else None
     if path is not None and path.is_file():
         with np.load(path) as arrays:
             return CollectionIndex.from_arrays(dict(arrays), ids, model.weights_id)
