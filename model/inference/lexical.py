@@ -113,41 +113,52 @@ def _stopword_ids() -> torch.Tensor:
     return torch.as_tensor(sorted(set(word_ids(QUESTION_STOPWORDS))), dtype=torch.int64)
 
 
-def coverage(bags: WordBags, question: torch.Tensor, span: int) -> float:
+@dataclass(frozen=True)
+class Frequencies:
+    """How often a question's words occur over a set of spans: what BM25 and ``coverage`` weigh them by."""
+
+    df: torch.Tensor  # (Q,) float32 spans holding each question word
+    spans: int
+    mean_length: float  # words per span
+
+    @classmethod
+    def over(cls, bags: WordBags, question: torch.Tensor) -> Frequencies:
+        """The frequencies of the question's distinct word ids (Q,) over the spans of ``bags``."""
+        present = torch.isin(bags.ids, question)
+        df = torch.zeros(question.shape[0]).index_add_(
+            0, torch.searchsorted(question, bags.ids[present]), torch.ones(int(present.sum()))
+        )
+        n = bags.lengths.shape[0]
+        return cls(df, n, float(bags.lengths.mean()) if n else 0.0)
+
+
+def coverage(bags: WordBags, question: torch.Tensor, span: int, frequencies: Frequencies | None = None) -> float:
     """The share of the question's word weight that span ``span`` of ``bags`` holds: each distinct question word
-    (Q,) but ``QUESTION_STOPWORDS`` weighs its inverse document frequency over ``bags``' spans, a word found nowhere
-    the most, a word in more than half of them as one in half (in a small collection the question's subject may be
-    in every passage: it still counts). 0 for a question without such words."""
-    question = question[~torch.isin(question, _stopword_ids())]
-    if question.numel() == 0:
+    (Q,) but ``QUESTION_STOPWORDS`` weighs its inverse document frequency over ``bags``' spans (``frequencies``, when
+    already counted), a word found nowhere the most, a word in more than half of them as one in half (in a small
+    collection the question's subject may be in every passage: it still counts). 0 for a question without such
+    words."""
+    f = frequencies or Frequencies.over(bags, question)
+    content = ~torch.isin(question, _stopword_ids())
+    if not content.any():
         return 0.0
-    n = bags.lengths.shape[0]
-    present = torch.isin(bags.ids, question)
-    df = torch.zeros(question.shape[0]).index_add_(
-        0, torch.searchsorted(question, bags.ids[present]), torch.ones(int(present.sum()))
-    )
-    df = df.clamp_max(n / 2)
-    idf = torch.log1p((n - df + 0.5) / (df + 0.5))
+    df = f.df[content].clamp_max(f.spans / 2)
+    idf = torch.log1p((f.spans - df + 0.5) / (df + 0.5))
     first, last = (int(torch.searchsorted(bags.owner, v)) for v in (span, span + 1))
-    held = torch.isin(question, bags.ids[first:last])
+    held = torch.isin(question[content], bags.ids[first:last])
     return float(idf[held].sum() / idf.sum())
 
 
-def bm25(bags: WordBags, question: torch.Tensor, idf_from: WordBags | None = None) -> torch.Tensor:
+def bm25(bags: WordBags, question: torch.Tensor, frequencies: Frequencies | None = None) -> torch.Tensor:
     """BM25 of the question's distinct word ids (Q,) in every span of ``bags``, the inverse document frequencies
-    and mean length counted over the spans of ``idf_from`` (default: ``bags``).  → (P,)"""
-    spans = idf_from or bags
-    n = spans.lengths.shape[0]
+    and mean length from ``frequencies`` (default: counted over ``bags``; a word found nowhere weighs 0).  → (P,)"""
+    f = frequencies or Frequencies.over(bags, question)
     scores = torch.zeros(bags.lengths.shape[0])
-    if question.numel() == 0 or n == 0:
+    if question.numel() == 0 or f.spans == 0:
         return scores
-    df = torch.isin(spans.ids, question)
-    terms, df_counts = torch.unique(spans.ids[df], return_counts=True)
-    idf = torch.zeros(question.shape[0])
-    known = torch.isin(question, terms)
-    idf[known] = torch.log1p((n - df_counts.float() + 0.5) / (df_counts.float() + 0.5))
+    idf = torch.where(f.df > 0, torch.log1p((f.spans - f.df + 0.5) / (f.df + 0.5)), 0.0)
     hit = torch.isin(bags.ids, question)
     tf, owner = bags.counts[hit], bags.owner[hit]
     weight = idf[torch.searchsorted(question, bags.ids[hit])]
-    norm = K1 * (1 - B + B * bags.lengths[owner] / spans.lengths.mean().clamp_min(1e-9))
+    norm = K1 * (1 - B + B * bags.lengths[owner] / max(f.mean_length, 1e-9))
     return scores.index_add_(0, owner, weight * tf * (K1 + 1) / (tf + norm))

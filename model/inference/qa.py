@@ -32,14 +32,14 @@ sentence of the library, named by its document and its index among the document'
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model.inference.lexical import WordBags, bm25, coverage, question_words
+from model.inference.lexical import Frequencies, WordBags, bm25, coverage, question_words
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
 from model.network.checkpoint import Model
@@ -321,6 +321,14 @@ class Question:
     embedding: torch.Tensor  # (e,) unit
     keys: torch.Tensor  # (V, e) the match head's vocabulary keys
     words: torch.Tensor  # (Q,) int64 distinct word ids, ascending (the lexical term)
+    _counted: tuple[CollectionIndex, Frequencies] | None = field(default=None, repr=False, compare=False)
+
+    def frequencies(self, index: CollectionIndex) -> Frequencies:
+        """The question's word frequencies over ``index``'s passages, counted once per index (the lexical term, the
+        cited sentences' lexical term and the coverage all weigh words by them)."""
+        if self._counted is None or self._counted[0] is not index:
+            self._counted = (index, Frequencies.over(index.passage_words, self.words))
+        return self._counted[1]
 
     @classmethod
     @torch.no_grad()
@@ -348,7 +356,7 @@ def evidence_terms(
         "match": _zscore(net.match.logits(match, documents, len(index.document_ids))),
         "semantic": _zscore(index.passage_emb @ question.embedding),
         "doc": _zscore(index.document_emb[documents] @ question.embedding),
-        "lexical": _zscore(bm25(index.passage_words, question.words)),
+        "lexical": _zscore(bm25(index.passage_words, question.words, question.frequencies(index))),
     }
     if read is not None:
         terms["read"] = read_term(read.mass)
@@ -392,7 +400,7 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.ids, bags, index.idf, question.keys)
     semantic = index.sentence_emb[first:last] @ question.embedding
-    lexical = bm25(index.sentence_words.slice(first, last), question.words, idf_from=index.passage_words)
+    lexical = bm25(index.sentence_words.slice(first, last), question.words, question.frequencies(index))
     w = model.weights
     score = w.match * _zscore(match) + w.semantic * _zscore(semantic) + w.lexical * _zscore(lexical)
     whole = index.sentence_words.lengths[first:last] >= MIN_SENTENCE_WORDS
@@ -404,7 +412,7 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
 def question_coverage(index: CollectionIndex, question: Question, passage: int) -> float:
     """The share of the question's word weight that ``passage`` holds (``model.inference.lexical.coverage``): an
     answer whose best passage holds less than the checkpoint's ``min_coverage`` is not a confident one."""
-    return coverage(index.passage_words, question.words, passage)
+    return coverage(index.passage_words, question.words, passage, question.frequencies(index))
 
 
 @dataclass(frozen=True)
