@@ -105,6 +105,28 @@ def test_eval_summarize_on_scisumm(shared_data: Path, tmp_path: Path, capsys: py
         assert 0.1 < report["systems"][name]["rouge1"] < 0.9
 
 
+def test_eval_summarize_cuts_the_abstract_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    abstract = (
+        "We study how tidal pools recover after storms. Recovery took three weeks on average. "
+        "Pools with more algae recovered faster than bare ones."
+    )
+    body = " ".join(f"Survey {i} counted {i + 3} crabs near the northern rocks of the bay." for i in range(12))
+    (tmp_path / "paper.txt").write_text(f"Tidal pools after storms\n\n{abstract} {body}\n")
+    rows = [
+        {"id": "text", "text": f"{abstract} {body}", "reference": abstract},
+        {"id": "path", "path": "paper.txt", "reference": abstract},
+    ]
+    scores = {}
+    for row in rows:
+        write_jsonl(tmp_path / "s.jsonl", [row])
+        report = _json(
+            capsys, ["eval", "summarize", "--data", str(tmp_path / "s.jsonl"), "--systems", "lead", "--json"]
+        )
+        scores[row["id"]] = report["systems"]["lead"]["rouge1"]
+    assert scores["text"] == 1.0  # a text is summarized whole: LEAD copies the abstract
+    assert scores["path"] < 0.5  # a file is cut as the batch command cuts it
+
+
 def test_eval_niah_on_gutenberg(shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = _json(
         capsys,
