@@ -1,5 +1,8 @@
 """Summaries of documents: whole library sentences in reading order, each cited by its span and page, with ROUGE
-against the document's abstract (or a given reference) when there is one.
+against the document's abstract (or a given reference) when there is one. Several documents (a selection or a
+whole collection) get one summary within one budget (``model.inference.summarizers.choose_across``: each document's
+best sentences in turn, a text quoted once), each sentence attributed to its document; it has no reference, so no
+ROUGE.
 
 Summaries are made from the body: headings, keywords and references are left out, and so are the abstract and the
 title block before it. A reference that is the document's own abstract (``Reference.is_abstract``) has its copy in
@@ -14,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 from app.services.errors import UserError
@@ -23,7 +27,13 @@ from ingest.document import ParsedDocument
 from ingest.segment import section_name
 from model.inference.passages import DocumentText
 from model.inference.rouge import rouge
-from model.inference.summarizers import SUMMARIZERS, Summarizer, SummarizerUnavailable, make_summarizer
+from model.inference.summarizers import (
+    SUMMARIZERS,
+    Summarizer,
+    SummarizerUnavailable,
+    choose_across,
+    make_summarizer,
+)
 from model.network.paths import indexpool_checkpoint
 from storage.metrics import MetricStore
 from storage.summaries import SummaryStore
@@ -162,14 +172,16 @@ def summarize_document(
     if reference is None and abstract is not None:
         reference = abstract_reference(document, abstract)
     budget = budget_for(body.document.text, reference, budget_words, ratio)
-    chosen = [document.sentences[body.sentences[i]] for i in summarizer.choose(body.document, budget)]
-    sentences = [
-        {"text": document.text[s.start : s.end], "start": s.start, "end": s.end, "page": s.page} for s in chosen
-    ]
-    result = DocumentSummary(sentences, budget, reference, None)
+    result = DocumentSummary(cited(document, body, summarizer.choose(body.document, budget)), budget, reference, None)
     if reference is not None:
         result.rouge = {k: round(v, 4) for k, v in rouge(result.summary, [reference.text]).items()}
     return result
+
+
+def cited(document: ParsedDocument, body: Body, chosen: list[int]) -> list[dict[str, Any]]:
+    """The chosen body sentences as citations of ``document``: {"text", "start", "end", "page"}."""
+    spans = [document.sentences[body.sentences[i]] for i in chosen]
+    return [{"text": document.text[s.start : s.end], "start": s.start, "end": s.end, "page": s.page} for s in spans]
 
 
 def load_summarizer(name: str) -> Summarizer:
@@ -221,8 +233,8 @@ class Summary:
     collection: str
     summarizer: str  # the summarizer that ran
     label: str  # how its output is labelled: the summarizer, or "baseline: lead (model checkpoint not installed)"
-    budget_words: int  # per document
-    documents: list[CollectionDocumentSummary] = field(default_factory=list)
+    budget_words: int  # of the whole summary (one summary of several documents, too)
+    documents: list[CollectionDocumentSummary] = field(default_factory=list)  # each with its sentences of it
     seconds: float = 0.0
 
 
@@ -246,8 +258,8 @@ class SummaryService:
         user: str = "",
         progress: SummaryProgress | None = None,
     ) -> Summary:
-        """Summarize each chosen document of ``collection`` (all of them when ``document_ids`` is empty) within
-        ``budget_words`` words; the summary is stored with a metric record."""
+        """Summarize the chosen documents of ``collection`` (all of them when ``document_ids`` is empty) within
+        ``budget_words`` words: one document's summary, or one summary of several; stored with a metric record."""
         if not 1 <= budget_words <= MAX_BUDGET_WORDS:
             raise UserError(f"the word budget must be between 1 and {MAX_BUDGET_WORDS}, got {budget_words}")
         documents = self.library.ingested(collection, user)
@@ -263,21 +275,59 @@ class SummaryService:
         model, label = interactive_summarizer(summarizer)
         scope = "collection" if not document_ids else "document" if len(documents) == 1 else "selection"
         result = Summary(0, scope, collection, model.name, label, budget_words)
-        for index, document in enumerate(documents):
-            if progress is not None:
-                progress(index, len(documents), document.title)
-            parsed = self.library.library.parsed_document(document.id)
-            if parsed is None:
-                raise UserError(f"document {document.id} is no longer in the library")
-            try:
-                done = summarize_document(parsed, model, budget_words=budget_words)
-            except ValueError as error:  # nothing to summarize
-                result.documents.append(CollectionDocumentSummary(document.id, document.title, [], None, str(error)))
-                continue
-            result.documents.append(CollectionDocumentSummary(document.id, document.title, done.sentences, done.rouge))
+        if scope == "document":
+            self._one(result, documents[0], model, progress)
+        else:
+            self._across(result, documents, model, progress)
         result.seconds = time.perf_counter() - started
         result.id = self._store(result, user)
         return result
+
+    def _parsed(self, document_id: int) -> ParsedDocument:
+        parsed = self.library.library.parsed_document(document_id)
+        if parsed is None:
+            raise UserError(f"document {document_id} is no longer in the library")
+        return parsed
+
+    def _one(self, result: Summary, document: Any, model: Summarizer, progress: SummaryProgress | None) -> None:
+        """One document's summary, with ROUGE against its abstract when it has one."""
+        if progress is not None:
+            progress(0, 1, document.title)
+        try:
+            done = summarize_document(self._parsed(document.id), model, budget_words=result.budget_words)
+        except ValueError as error:  # nothing to summarize
+            result.documents.append(CollectionDocumentSummary(document.id, document.title, [], None, str(error)))
+            return
+        result.documents.append(CollectionDocumentSummary(document.id, document.title, done.sentences, done.rouge))
+
+    def _across(
+        self, result: Summary, documents: list[Any], model: Summarizer, progress: SummaryProgress | None
+    ) -> None:
+        """One summary of several documents within the budget, each sentence under its document (see the module
+        docstring); a document with nothing to summarize is listed with the reason."""
+        parsed, bodies = [], []
+        for document in documents:
+            one = self._parsed(document.id)
+            body, _ = body_of(one)
+            if not len(body.sentences):
+                error = "no text to summarize outside the abstract and references"
+                result.documents.append(CollectionDocumentSummary(document.id, document.title, [], None, error))
+                continue
+            parsed.append((document, one))
+            bodies.append(body)
+
+        ranked = count()
+
+        def ranking(d: int) -> None:
+            if progress is not None:
+                progress(next(ranked), len(parsed), parsed[d][0].title)
+
+        chosen: dict[int, list[int]] = {}
+        for d, i in choose_across(model, [b.document for b in bodies], result.budget_words, ranking):
+            chosen.setdefault(d, []).append(i)
+        for d, (document, one) in enumerate(parsed):  # a document none of whose sentences made it: listed, empty
+            sentences = cited(one, bodies[d], chosen.get(d, []))
+            result.documents.append(CollectionDocumentSummary(document.id, document.title, sentences, None))
 
     def _store(self, result: Summary, user: str) -> int:
         summarized = [d for d in result.documents if not d.error]

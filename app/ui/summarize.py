@@ -1,5 +1,6 @@
 """The Summarize tab: one document, several, or a whole collection within a word budget, as whole sentences in
-reading order with their citations, and ROUGE against each document's abstract."""
+reading order with their citations; one document's summary is scored (ROUGE) against its abstract, several
+documents get one summary, each sentence under its document."""
 
 from __future__ import annotations
 
@@ -40,12 +41,12 @@ def summary_documents(services: Services, collection: str | None, request: gr.Re
 
 def _summary_view(summary: Summary) -> tuple[str, pd.DataFrame, str]:
     """The label line, the sentences table (reading order, with their citations) and the ROUGE lines."""
-    done = [d for d in summary.documents if not d.error]
+    done = [d for d in summary.documents if d.sentences]
     words = sum(len(s["text"].split()) for d in done for s in d.sentences)
     label = (
         f"**{escape_markdown(summary.label)}** · {summary.scope} of '{escape_markdown(summary.collection)}': "
-        f"{len(done)} of {len(summary.documents)} documents, {words} words "
-        f"(budget {summary.budget_words} per document) in {summary.seconds:.1f} s"
+        f"{words} words from {len(done)} of {len(summary.documents)} documents "
+        f"(budget {summary.budget_words} words) in {summary.seconds:.1f} s"
     )
     rows = [
         [number, " ".join(s["text"].split()), d.title, "" if s["page"] is None else s["page"]]
@@ -53,9 +54,13 @@ def _summary_view(summary: Summary) -> tuple[str, pd.DataFrame, str]:
         for number, s in enumerate(d.sentences, start=1)
     ]
     notes = []
+    if summary.scope != "document":
+        notes.append("One summary of the documents within the budget (each sentence under its document): no ROUGE.")
     for d in summary.documents:
         if d.error:
             notes.append(f"- {escape_markdown(d.title)}: no summary ({escape_markdown(d.error)})")
+        elif summary.scope != "document":
+            continue
         elif d.rouge:
             scores = ", ".join(f"{ROUGE_NAMES[k]} {v:.3f}" for k, v in d.rouge.items())
             notes.append(f"- {escape_markdown(d.title)}: ROUGE F1 against its abstract: {scores}")
@@ -73,7 +78,7 @@ def summarize(
     request: gr.Request,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way to ask for a progress tracker)
 ) -> tuple[str, pd.DataFrame, str]:
-    """Summarize the chosen documents (or the whole collection) within ``budget_words`` words each."""
+    """Summarize the chosen documents (or the whole collection) within ``budget_words`` words."""
 
     def report(done: int, total: int, title: str) -> None:
         progress((done, total), desc=f"summarizing {title}", unit="documents")
@@ -114,7 +119,7 @@ def summarize_tab(services: Services) -> SummarizeTab:
             budget = gr.Number(
                 value=DEFAULT_BUDGET_WORDS,
                 precision=0,
-                label="Word budget per document (whole sentences: the last may run over)",
+                label="Word budget of the summary (whole sentences: the last may run over)",
                 elem_id="summary-budget",
             )
             summarizer = gr.Dropdown(choices, value="indexpool", label="Summarizer", elem_id="summarizer")

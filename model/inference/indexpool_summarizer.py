@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
 from model.inference.passages import DocumentText
-from model.inference.summary_policy import SummaryPolicy, choose, policy_for
+from model.inference.summarizers import Ranking
+from model.inference.summary_policy import SummaryPolicy, policy_for, rank
 from model.network.checkpoint import Model, load_model
 from model.network.net import char_to_token_spans, encode_spans
 
 
-class IndexPoolSummarizer:
+class IndexPoolSummarizer(Ranking):
     """Summaries by the salience head, the sentence embeddings and a summary policy."""
 
     name = "indexpool"
@@ -31,9 +34,9 @@ class IndexPoolSummarizer:
         means = encode_spans(net, ids, char_to_token_spans(starts, document.sentences))  # (S, d)
         return net.salience_scores(means).numpy(), net.evidence.embed_spans(means).numpy()
 
-    def choose(self, document: DocumentText, budget_words: int) -> list[int]:
+    def ranked(self, document: DocumentText, budget_words: int) -> Iterator[int]:
         salience, emb = self.sentence_scores(document)
-        return choose(self.policy, document, salience, emb, budget_words, self.model.weights.redundancy)
+        return rank(self.policy, document, salience, emb, budget_words, self.model.weights.redundancy)
 
 
 def load(summary_policy: str = "") -> IndexPoolSummarizer:

@@ -2,11 +2,17 @@
 
     summarizer = make_summarizer("indexpool")          # or "lead", "lexrank"
     chosen = summarizer.choose(document, budget_words=150)   # indices into document.sentences, reading order
+    chosen = choose_across(summarizer, documents, 300)       # [(document index, sentence index)]: a collection
 
-Every summarizer takes sentences in its own order of preference until the chosen ones hold ``budget_words`` words
-(the last one whole, so it may run past the budget) and returns them in reading order. None takes a sentence whose
-text it has already taken (a repeated sentence is quoted once); beyond that, each handles redundancy its own way
-(the IndexPool summary policy by embedding cosine, LexRank by TF-IDF cosine, LEAD not at all).
+Every summarizer ranks a document's sentences in its own order of preference (``ranked``, lazily) and takes them
+in that order until the chosen ones hold ``budget_words`` words (the last one whole, so it may run past the budget),
+returning them in reading order. None takes a sentence whose text it has already taken (a repeated sentence is
+quoted once); beyond that, each handles redundancy its own way (the IndexPool summary policy by embedding cosine,
+LexRank by TF-IDF cosine, LEAD not at all).
+
+A collection summary (:func:`choose_across`) is one summary of several documents within one budget: the documents'
+rankings are taken in turn (each document's best sentence, then each one's second best, ...), the larger documents
+first in each round, a text already taken from any document skipped, until the budget is reached.
 
 - ``indexpool``: the model's salience head and sentence embeddings, combined by the summary policy
   (:mod:`model.inference.indexpool_summarizer`, :mod:`model.inference.summary_policy`).
@@ -16,6 +22,7 @@ text it has already taken (a repeated sentence is quoted once); beyond that, eac
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -27,6 +34,9 @@ SUMMARIZERS = ("indexpool", "lead", "lexrank")
 
 class Summarizer(Protocol):
     name: str
+
+    def ranked(self, document: DocumentText, budget_words: int) -> Iterator[int]:
+        """Indices of the sentences of ``document`` the summarizer would take, best first."""
 
     def choose(self, document: DocumentText, budget_words: int) -> list[int]:
         """Indices of the chosen sentences of ``document``, in reading order (see the module docstring)."""
@@ -40,31 +50,71 @@ def words_of(document: DocumentText) -> list[int]:
     return [len(document.sentence_text(i).split()) for i in range(len(document.sentences))]
 
 
-def take(document: DocumentText, order: list[int], budget_words: int) -> list[int]:
+def take(document: DocumentText, order: Iterable[int], budget_words: int) -> list[int]:
     """Sentences of ``order`` (a repeated text once) until they hold ``budget_words`` words, in reading order."""
+    return [i for _, i in take_across([document], [iter(order)], budget_words)]
+
+
+def take_across(
+    documents: Sequence[DocumentText], orders: Sequence[Iterator[int]], budget_words: int
+) -> list[tuple[int, int]]:
+    """(document, sentence) pairs taken from the ``orders`` in turn (one sentence of each per round, an exhausted
+    order left out, a text already taken skipped) until they hold ``budget_words`` words; sorted."""
     chosen, seen, held = [], set(), 0
-    for i in order:
-        if held >= budget_words:
-            break
-        text = " ".join(document.sentence_text(i).split())
-        if text in seen:
-            continue
-        chosen.append(i)
-        seen.add(text)
-        held += len(text.split())
+    active = list(range(len(documents)))
+    while active and held < budget_words:
+        for d in list(active):
+            if held >= budget_words:
+                break
+            for i in orders[d]:
+                text = " ".join(documents[d].sentence_text(i).split())
+                if text not in seen:
+                    chosen.append((d, i))
+                    seen.add(text)
+                    held += len(text.split())
+                    break
+            else:
+                active.remove(d)
     return sorted(chosen)
 
 
-class Lead:
+def choose_across(
+    summarizer: Summarizer,
+    documents: Sequence[DocumentText],
+    budget_words: int,
+    ranking: Callable[[int], None] | None = None,
+) -> list[tuple[int, int]]:
+    """One summary of ``documents`` within ``budget_words`` words (see the module docstring): (document index,
+    sentence index) pairs, in document then reading order. ``ranking(d)`` is called before document d is ranked."""
+    by_size = sorted(range(len(documents)), key=lambda d: -len(documents[d].text))
+    orders = []
+    for d in by_size:
+        if ranking is not None:
+            ranking(d)
+        orders.append(summarizer.ranked(documents[d], budget_words))
+    return sorted((by_size[d], i) for d, i in take_across([documents[d] for d in by_size], orders, budget_words))
+
+
+class Ranking:
+    """What every summarizer does with its ranking: take it until the budget."""
+
+    def ranked(self, document: DocumentText, budget_words: int) -> Iterator[int]:
+        raise NotImplementedError
+
+    def choose(self, document: DocumentText, budget_words: int) -> list[int]:
+        return take(document, self.ranked(document, budget_words), budget_words)
+
+
+class Lead(Ranking):
     """The first sentences of the document."""
 
     name = "lead"
 
-    def choose(self, document: DocumentText, budget_words: int) -> list[int]:
-        return take(document, list(range(len(document.sentences))), budget_words)
+    def ranked(self, document: DocumentText, budget_words: int) -> Iterator[int]:
+        return iter(range(len(document.sentences)))
 
 
-class LexRank:
+class LexRank(Ranking):
     """Sentences taken by centrality, skipping those shorter than ``min_words`` or more similar than
     ``redundancy`` to one already chosen."""
 
@@ -91,7 +141,8 @@ class LexRank:
             scores = updated
         return scores
 
-    def choose(self, document: DocumentText, budget_words: int) -> list[int]:
+    def ranked(self, document: DocumentText, budget_words: int) -> Iterator[int]:
+        """Ranks when called (the centrality is computed here); the redundancy filter runs as the ranking is read."""
         from sklearn.feature_extraction.text import TfidfVectorizer  # scikit-learn: only when LexRank runs
 
         words = words_of(document)
@@ -102,18 +153,18 @@ class LexRank:
         except ValueError:  # only stop words
             matrix = None
         if matrix is None:
-            return Lead().choose(document, budget_words)
+            return Lead().ranked(document, budget_words)
         similarity = (matrix @ matrix.T).toarray()
-        chosen: list[int] = []
-        held = 0
-        for j in np.argsort(-self.centrality(similarity), kind="stable").tolist():
-            if held >= budget_words:
-                break
-            if any(similarity[j, c] > self.redundancy for c in chosen):
+        return self._distinct(candidates, similarity, np.argsort(-self.centrality(similarity), kind="stable"))
+
+    def _distinct(self, candidates: list[int], similarity: np.ndarray, order: np.ndarray) -> Iterator[int]:
+        """The candidates in ``order``, skipping one more similar than ``redundancy`` to one yielded before."""
+        taken: list[int] = []
+        for j in order.tolist():
+            if any(similarity[j, c] > self.redundancy for c in taken):
                 continue
-            chosen.append(j)
-            held += words[candidates[j]]
-        return sorted(candidates[j] for j in chosen)
+            taken.append(j)
+            yield candidates[j]
 
 
 def make_summarizer(name: str, summary_policy: str = "") -> Summarizer:

@@ -5,6 +5,7 @@ plus its relative-position prior) and a unit embedding (``EvidenceHead.embed_spa
 sentences by
 
     score = w_sal · z(salience) + w_cent · z(centrality) + w_first · first_section + w_digits · z(digits)
+            + w_lead · lead + w_lex · z(lexical)
 
 where ``z`` z-scores over the document's sentences and
 
@@ -13,15 +14,20 @@ where ``z`` z-scores over the document's sentences and
     first_section   1 for the sentences of the document's first paragraph (blank-line separated block: the
                     introduction of a paper whose abstract was stripped), else 0
     digits          the share of digit characters in the sentence (tables, numbers and OCR debris score high)
+    lead            1 for the sentences that start within the document's first ``budget_words`` words (what LEAD
+                    would take), else 0: news and reports open with their summary, meetings and papers do not
+    lexical         cos(tf-idf_i, mean of the document's tf-idf vectors), idf over the document's sentences:
+                    centroid centrality in words (Radev et al. 2004), the lexical counterpart of ``centrality``
 
-then takes sentences best first, skipping those under ``min_words`` words, those whose embedding cosine to a
-chosen one exceeds ``redundancy`` and those with the text of a chosen one, until the word budget is reached, and
-returns them in reading order.
+then ranks the sentences best first, skipping those under ``min_words`` words and those whose embedding cosine to
+one ranked before exceeds ``redundancy``; the summarizer takes them in that order (a repeated text once) until the
+word budget is reached and returns them in reading order.
 
 ``SummaryPolicy()`` (salience only, ``min_words`` 5, the checkpoint's redundancy threshold) is the policy the
 summarizer had before any was fitted. The fitted policy lives beside the checkpoint in ``summary_policy.json``
-(written by ``scripts/fit_summary_policy.py``, which fits it on ScisummNet training papers only) and is used
-only with the checkpoint it was fitted for (its ``checkpoint`` field is the checkpoint's ``weights_id``).
+(written by ``scripts/fit_summary_policy.py``, which fits one policy for papers, meetings, news, TV scenes and
+reviews: the best worst-domain margin over LEAD and LexRank) and is used only with the checkpoint it was fitted
+for (its ``checkpoint`` field is the checkpoint's ``weights_id``).
 :func:`policy_for` takes an explicit override (``eval summarize --summary-policy``): a JSON path, or ``default``.
 """
 
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -38,7 +44,7 @@ import numpy as np
 from model.inference.passages import DocumentText
 
 POLICY_FILE = "summary_policy.json"
-FEATURES = ("salience", "centrality", "first_section", "digits")
+FEATURES = ("salience", "centrality", "first_section", "digits", "lead", "lexical")
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,8 @@ class SummaryPolicy:
     centrality: float = 0.0  # w_cent: cosine to the document's mean sentence embedding (z-scored)
     first_section: float = 0.0  # w_first: the sentence is in the first paragraph
     digits: float = 0.0  # w_digits: share of digit characters (z-scored)
+    lead: float = 0.0  # w_lead: the sentence starts within the first budget_words words
+    lexical: float = 0.0  # w_lex: tf-idf centroid cosine (z-scored)
     redundancy: float | None = None  # skip a sentence this similar to a chosen one; None: the checkpoint's
     min_words: int = 5  # skip shorter sentences
     checkpoint: str = ""  # weights_id of the checkpoint the policy was fitted for ("" : any)
@@ -98,17 +106,33 @@ def zscore(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / std if std > 1e-9 else np.zeros_like(x)
 
 
-def sentence_features(document: DocumentText, emb: np.ndarray) -> dict[str, np.ndarray]:
+def lexical_centrality(sentences: Sequence[str]) -> np.ndarray:
+    """cos(tf-idf of each sentence, mean tf-idf vector of the document) (S,); 0 for a sentence of stop words only."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    try:
+        matrix = TfidfVectorizer(stop_words="english").fit_transform(sentences)  # (S, V) rows unit (or zero)
+    except ValueError:  # no content word in the document
+        return np.zeros(len(sentences))
+    center = np.asarray(matrix.mean(axis=0)).ravel()  # (V,)
+    center /= max(float(np.linalg.norm(center)), 1e-12)
+    return np.asarray(matrix @ center).ravel()
+
+
+def sentence_features(document: DocumentText, emb: np.ndarray, budget_words: int) -> dict[str, np.ndarray]:
     """The policy's non-model features of each sentence (see the module docstring).  emb (S, e) unit → {name: (S,)}"""
     emb = np.asarray(emb, dtype=np.float64)
     center = emb.mean(0)
     center /= max(float(np.linalg.norm(center)), 1e-12)
     paragraph = document.paragraphs
     sentences = [" ".join(document.sentence_text(i).split()) for i in range(len(document.sentences))]
+    before = np.cumsum([0] + [len(s.split()) for s in sentences])[:-1]  # (S,) words before each sentence
     return {
         "centrality": emb @ center,
         "first_section": (paragraph == paragraph.min()).astype(np.float64) if len(sentences) else np.zeros(0),
         "digits": np.array([sum(c.isdigit() for c in s) / max(len(s), 1) for s in sentences]),
+        "lead": (before < budget_words).astype(np.float64),
+        "lexical": lexical_centrality(sentences) if sentences else np.zeros(0),
     }
 
 
@@ -121,7 +145,25 @@ def combined_scores(policy: SummaryPolicy, salience: np.ndarray, features: dict[
         score = score + policy.first_section * features["first_section"]
     if policy.digits:
         score = score + policy.digits * zscore(features["digits"])
+    if policy.lead:
+        score = score + policy.lead * features["lead"]
+    if policy.lexical:
+        score = score + policy.lexical * zscore(features["lexical"])
     return score
+
+
+def ranked(
+    scores: np.ndarray, words: Sequence[int], emb: np.ndarray, min_words: int, redundancy: float
+) -> Iterator[int]:
+    """Sentences best first (ties: the earlier one), skipping those under ``min_words`` words and those more similar
+    than ``redundancy`` to one yielded before (lazily: a caller stops when it has enough)."""
+    emb = np.asarray(emb, dtype=np.float64)
+    taken: list[int] = []
+    for i in np.argsort(-np.asarray(scores), kind="stable").tolist():
+        if words[i] < min_words or (taken and float((emb[taken] @ emb[i]).max()) > redundancy):
+            continue
+        taken.append(i)
+        yield i
 
 
 def select(
@@ -133,18 +175,14 @@ def select(
     redundancy: float,
     texts: Sequence[str] | None = None,
 ) -> list[int]:
-    """Sentences best first (ties: the earlier one) while fewer than ``budget_words`` words are chosen, skipping
-    those under ``min_words`` words, more similar than ``redundancy`` to a chosen one, or (given ``texts``) with the
-    text of a chosen one; in reading order."""
-    emb = np.asarray(emb, dtype=np.float64)
+    """The :func:`ranked` sentences while fewer than ``budget_words`` words are chosen, skipping (given ``texts``)
+    those with the text of a chosen one; in reading order."""
     chosen: list[int] = []
     seen: set[str] = set()
     used = 0
-    for i in np.argsort(-np.asarray(scores), kind="stable").tolist():
+    for i in ranked(scores, words, emb, min_words, redundancy):
         if used >= budget_words:
             break
-        if words[i] < min_words or (chosen and float((emb[chosen] @ emb[i]).max()) > redundancy):
-            continue
         if texts is not None and texts[i] in seen:
             continue
         chosen.append(i)
@@ -153,18 +191,19 @@ def select(
     return sorted(chosen)
 
 
-def choose(
+def rank(
     policy: SummaryPolicy,
     document: DocumentText,
     salience: np.ndarray,
     emb: np.ndarray,
     budget_words: int,
     default_redundancy: float,
-) -> list[int]:
-    """The chosen sentences (indices into ``document.sentences``, in reading order) of a document."""
+) -> Iterator[int]:
+    """The document's sentences (indices into ``document.sentences``) in the policy's order of preference, those it
+    skips left out; ``budget_words`` is the summary's length (the ``lead`` feature reads it)."""
     if not len(document.sentences):
-        return []
-    scores = combined_scores(policy, salience, sentence_features(document, emb))
-    texts = [" ".join(document.sentence_text(i).split()) for i in range(len(document.sentences))]
+        return iter(())
+    scores = combined_scores(policy, salience, sentence_features(document, emb, budget_words))
+    words = [len(document.sentence_text(i).split()) for i in range(len(document.sentences))]
     redundancy = default_redundancy if policy.redundancy is None else policy.redundancy
-    return select(scores, [len(t.split()) for t in texts], emb, budget_words, policy.min_words, redundancy, texts)
+    return ranked(scores, words, emb, policy.min_words, redundancy)

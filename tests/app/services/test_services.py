@@ -141,20 +141,25 @@ def test_summaries_cite_their_sentences_and_score_against_the_abstract(
     (tmp_path / "barrages.txt").write_text(ABSTRACT_PAPER)
     (tmp_path / "tides.pdf").write_bytes(text_pdf("Notes on Tidal Power", TIDES))
     ids = {Path(e.source).suffix: e.document_id for e in services.ingest.ingest([tmp_path], "energy")}
-    seen: list[tuple[int, int, str]] = []
-    summary = services.summaries.summarize("energy", [], 12, progress=lambda *step: seen.append(step))
-    assert summary.scope == "collection" and summary.summarizer == "lead"
-    assert summary.label == "baseline: lead (model checkpoint not installed)"
-    assert [step[:2] for step in seen] == [(0, 2), (1, 2)]
-    by_id = {d.document_id: d for d in summary.documents}
-    paper, notes = by_id[ids[".txt"]], by_id[ids[".pdf"]]
-    text = services.library.document(paper.document_id).text
-    assert paper.sentences[0]["text"] == "Tidal power is predictable."  # the body's lead, not the abstract
-    assert all(text[s["start"] : s["end"]] == s["text"] for s in paper.sentences)
-    words = [len(s["text"].split()) for s in paper.sentences]  # whole sentences until the budget is reached
+    paper = services.summaries.summarize("energy", [ids[".txt"]], 12)  # one document: scored against its abstract
+    assert paper.scope == "document" and paper.summarizer == "lead"
+    assert paper.label == "baseline: lead (model checkpoint not installed)"
+    (barrages,) = paper.documents
+    text = services.library.document(barrages.document_id).text
+    assert barrages.sentences[0]["text"] == "Tidal power is predictable."  # the body's lead, not the abstract
+    assert all(text[s["start"] : s["end"]] == s["text"] for s in barrages.sentences)
+    words = [len(s["text"].split()) for s in barrages.sentences]  # whole sentences until the budget is reached
     assert sum(words) >= 12 > sum(words) - words[-1]
-    assert paper.rouge is not None and 0 < paper.rouge["rouge1"] < 1
-    assert notes.rouge is None and [s["page"] for s in notes.sentences] == [1, 1]
+    assert barrages.rouge is not None and 0 < barrages.rouge["rouge1"] < 1
+
+    seen: list[tuple[int, int, str]] = []  # the collection: one summary within one budget
+    summary = services.summaries.summarize("energy", [], 12, progress=lambda *step: seen.append(step))
+    assert summary.scope == "collection" and [step[:2] for step in seen] == [(0, 2), (1, 2)]
+    by_id = {d.document_id: d for d in summary.documents}
+    with_abstract, notes = by_id[ids[".txt"]], by_id[ids[".pdf"]]
+    assert [s["text"] for s in notes.sentences] == [TIDES[0][0]]  # the larger document's best first
+    assert [s["text"] for s in with_abstract.sentences] == ["Tidal power is predictable."]  # then the other's
+    assert notes.sentences[0]["page"] == 1 and with_abstract.rouge is None and notes.rouge is None
     one = services.summaries.summarize("energy", [ids[".pdf"]], 30, "lexrank")
     assert one.scope == "document" and one.label == "lexrank" and len(one.documents) == 1
     with pytest.raises(UserError, match="no ingested document 999"):
@@ -162,11 +167,16 @@ def test_summaries_cite_their_sentences_and_score_against_the_abstract(
     with pytest.raises(UserError, match="word budget must be between 1 and 2000"):
         services.summaries.summarize("energy", [], 0)
     metrics = [m for m in services.metrics.records() if m["kind"] == "summarize"]
-    assert [m["data"]["documents"] for m in metrics] == [2, 1] and metrics[0]["data"]["rouge"]["rouge1"] > 0
+    assert [m["data"]["documents"] for m in metrics] == [1, 2, 1] and metrics[0]["data"]["rouge"]["rouge1"] > 0
+    assert metrics[1]["data"]["rouge"] is None
     with services.ingest.library.session() as session:
         rows = session.scalars(select(SummaryRow).order_by(SummaryRow.id)).all()
-        assert [(r.scope, r.id) for r in rows] == [("collection", summary.id), ("document", one.id)]
-        assert rows[0].scores == {str(ids[".txt"]): paper.rouge}
+        assert [(r.scope, r.id) for r in rows] == [
+            ("document", paper.id),
+            ("collection", summary.id),
+            ("document", one.id),
+        ]
+        assert rows[0].scores == {str(ids[".txt"]): barrages.rouge} and rows[1].scores == {}
 
 
 def test_settings_are_validated_stored_per_user_and_used_by_ask(library: tuple[Services, dict[str, int]]) -> None:

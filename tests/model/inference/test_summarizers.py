@@ -1,11 +1,12 @@
-"""LEAD and LexRank choose whole sentences of a document: budgets, reading order, centrality."""
+"""LEAD and LexRank choose whole sentences of a document: budgets, reading order, centrality; a collection summary
+takes the documents' rankings in turn within one budget."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from model.inference.summarizers import Lead, LexRank
+from model.inference.summarizers import Lead, LexRank, choose_across
 from model.research.evaluation.passages import document_text
 
 
@@ -38,3 +39,14 @@ def test_lexrank_prefers_central_sentences_and_keeps_document_order() -> None:
 def test_lexrank_centrality_is_uniform_on_a_symmetric_graph() -> None:
     similarity = np.ones((4, 4))
     assert LexRank().centrality(similarity) == pytest.approx(np.full(4, 0.25))
+
+
+def test_a_collection_summary_takes_each_documents_best_in_turn_within_one_budget() -> None:
+    long = document_text("a", "Alpha opens the report. Alpha adds a detail. Alpha adds another detail. Alpha ends.")
+    short = document_text("b", "Beta opens its note. Beta closes it.")
+    copy = document_text("c", "Alpha opens the report.")  # a text already taken from another document
+    assert choose_across(Lead(), [short, long], 8) == [(0, 0), (1, 0)]  # one budget: each document's first
+    assert choose_across(Lead(), [short, long], 12) == [(0, 0), (1, 0), (1, 1)]  # the longer document first
+    assert choose_across(Lead(), [short, long], 100) == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)]
+    assert choose_across(Lead(), [long, copy, short], 8) == [(0, 0), (2, 0)]  # the copy is quoted once
+    assert choose_across(Lead(), [], 8) == []

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from model.inference.summarizers import make_summarizer
+from model.inference.summarizers import make_summarizer, take
 from model.inference.summary_policy import (
     POLICY_FILE,
     SummaryPolicy,
-    choose,
     combined_scores,
+    lexical_centrality,
     policy_for,
+    rank,
     select,
     sentence_features,
 )
@@ -63,9 +64,9 @@ def test_the_fitted_policy_file_loads_for_the_shipped_checkpoint() -> None:
     weights_id = torch.load(CHECKPOINT, map_location="cpu", weights_only=True)["config"]["weights_id"]
     assert policy.checkpoint == weights_id
     assert policy != replace(SummaryPolicy(), checkpoint=weights_id)  # something was fitted
-    splits = data["fit"]["splits"]
-    assert splits["fit"]["papers"] == 300 and splits["confirm"]["papers"] == 200
-    assert splits["confirm"]["fitted"]["rougeL"] > splits["confirm"]["default"]["rougeL"]
+    domains = data["fit"]["domains"]  # every summary domain, each left out in turn
+    assert {"scisumm_train", "sumpubmed", "qmsum_train", "news", "tv", "reviews", "qmsum_val"} <= set(domains)
+    assert all(set(d) >= {"fitted", "lead", "lexrank", "left_out_margin"} for d in domains.values())
     assert policy_for(CHECKPOINT, weights_id) == policy
 
 
@@ -89,10 +90,20 @@ def test_sentence_features() -> None:
     document = document_text("d", text)
     assert len(document.sentences) == 4
     emb = _unit(np.array([[1.0, 0.0], [1.0, 0.2], [1.0, -0.2], [0.0, 1.0]]))
-    f = sentence_features(document, emb)
+    f = sentence_features(document, emb, budget_words=5)
     assert f["first_section"].tolist() == [1, 1, 0, 0]
     assert f["digits"][1] == pytest.approx(4 / 22) and f["digits"][0] == 0
     assert f["centrality"].argmin() == 3  # the off-topic sentence is the least central
+    assert f["lead"].tolist() == [1, 1, 0, 0]  # 4 words before the second sentence, 8 before the third
+    assert sentence_features(document, emb, budget_words=9)["lead"].tolist() == [1, 1, 1, 0]
+
+
+def test_lexical_centrality() -> None:
+    sentences = ["Tides move the sand.", "Tides move sand and shells.", "Stocks fell in March.", "The and of."]
+    centrality = lexical_centrality(sentences)
+    assert min(centrality[0], centrality[1]) > centrality[2] > 0  # the sentences sharing words with others first
+    assert centrality[3] == 0  # stop words only
+    assert lexical_centrality(["the of", "and"]).tolist() == [0, 0]
 
 
 def test_each_weight_changes_the_ranking() -> None:
@@ -101,11 +112,15 @@ def test_each_weight_changes_the_ranking() -> None:
         "centrality": np.array([0.0, 0.0, 0.0, 1.0]),
         "first_section": np.array([0.0, 0.0, 1.0, 0.0]),
         "digits": np.array([1.0, 0.0, 0.0, 0.0]),
+        "lead": np.array([0.0, 1.0, 0.0, 0.0]),
+        "lexical": np.array([0.0, 0.0, 0.0, 1.0]),
     }
     assert combined_scores(SummaryPolicy(), salience, features).argmax() == 0
     assert combined_scores(SummaryPolicy(centrality=5), salience, features).argmax() == 3
     assert combined_scores(SummaryPolicy(first_section=5), salience, features).argmax() == 2
     assert combined_scores(SummaryPolicy(digits=-5), salience, features).argmax() == 1
+    assert combined_scores(SummaryPolicy(lead=5), salience, features).argmax() == 1
+    assert combined_scores(SummaryPolicy(salience=0, lexical=1), salience, features).argmax() == 3
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -141,7 +156,8 @@ def test_the_shipped_summarizer_uses_the_fitted_policy() -> None:
         order = model.choose(document, budget)
         assert order and order == sorted(set(order))
         assert sum(words[i] for i in order) - max(words[i] for i in order) < budget
-        assert order == choose(model.policy, document, salience, emb, budget, model.model.weights.redundancy)
+        ranking = rank(model.policy, document, salience, emb, budget, model.model.weights.redundancy)
+        assert order == take(document, ranking, budget)
 
     model.policy = SummaryPolicy(salience=0.0, first_section=1.0, min_words=1)  # the parameters are read
     assert model.choose(document, 20) == [0, 1]
