@@ -36,6 +36,10 @@ LOW_CONFIDENCE = (
     "No confident answer: no passage of the chosen collections holds enough of the question's words (the best holds"
     " {held:.0%} of their weight, an answer needs {needed:.0%}). The closest passages are cited below."
 )
+NO_SHARED_WORDS = (
+    "No confident answer: no passage of the chosen collections shares more than one of the question's words."
+    " The closest passages are cited below."
+)
 
 
 @dataclass
@@ -213,7 +217,7 @@ class IndexPoolReader:
         held = question_coverage(index, q, hits[0].passage)
         timings["cite"] = _ms(citing)
         if held < model.weights.min_coverage:
-            text = LOW_CONFIDENCE.format(held=held, needed=model.weights.min_coverage)
+            text = LOW_CONFIDENCE.format(held=held, needed=model.weights.min_coverage) if held else NO_SHARED_WORDS
             return Answer(text, citations, self.name, timings, read=stats, confident=False)
         return Answer(_quote(chosen), citations, self.name, timings, read=stats)
 

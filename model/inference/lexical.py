@@ -136,8 +136,9 @@ def coverage(bags: WordBags, question: torch.Tensor, span: int, frequencies: Fre
     """The share of the question's word weight that span ``span`` of ``bags`` holds: each distinct question word
     (Q,) but ``QUESTION_STOPWORDS`` weighs its inverse document frequency over ``bags``' spans (``frequencies``, when
     already counted), a word found nowhere the most, a word in more than half of them as one in half (in a small
-    collection the question's subject may be in every passage: it still counts). 0 for a question without such
-    words."""
+    collection the question's subject may be in every passage: it still counts). A span that shares only one of the
+    question's several such words holds none of their weight (one shared word is chance: "the capital of France"
+    over papers that mention capitalisation). 0 for a question without such words."""
     f = frequencies or Frequencies.over(bags, question)
     content = ~torch.isin(question, _stopword_ids())
     if not content.any():
@@ -146,6 +147,8 @@ def coverage(bags: WordBags, question: torch.Tensor, span: int, frequencies: Fre
     idf = torch.log1p((f.spans - df + 0.5) / (df + 0.5))
     first, last = (int(torch.searchsorted(bags.owner, v)) for v in (span, span + 1))
     held = torch.isin(question[content], bags.ids[first:last])
+    if int(held.sum()) < min(2, int(content.sum())):
+        return 0.0
     return float(idf[held].sum() / idf.sum())
 
 

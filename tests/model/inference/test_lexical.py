@@ -1,11 +1,12 @@
-"""The lexical term is Okapi BM25 as the evaluation's baseline computes it, over the same words."""
+"""The lexical term is Okapi BM25 as the evaluation's baseline computes it, over the same words; the coverage of a
+question's words decides whether an answer is confident."""
 
 from __future__ import annotations
 
 import torch
 from tolerance import assert_close
 
-from model.inference.lexical import WordBags, bm25, question_words
+from model.inference.lexical import WordBags, bm25, coverage, question_words
 from model.research.evaluation.baselines import BM25Index, tokenize
 
 TEXTS = [
@@ -33,3 +34,14 @@ def test_concatenated_bags_score_as_one() -> None:
     assert torch.equal(bm25(whole, q), bm25(parts, q))
     assert torch.equal(parts.slice(2, 4).lengths, whole.lengths[2:4])
     assert bm25(whole, q)[4] == 0 and bm25(whole, q)[2] == 0  # no words; none of the question's
+
+
+def test_coverage_weighs_rare_words_and_ignores_one_chance_word() -> None:
+    bags = WordBags.build(TEXTS)
+    sales = question_words("What were the total net sales in 2019?")
+    assert coverage(bags, sales, 2) == 1.0  # every content word in the row
+    assert 0 < coverage(bags, question_words("net sales of the library"), 2) < 1  # some of them
+    assert coverage(bags, question_words("What is the capital of France?"), 2) == 0  # none
+    assert coverage(bags, question_words("committee capital of France"), 0) == 0  # one of several: chance
+    assert coverage(bags, question_words("the committee"), 0) == 1.0  # the question's only content word
+    assert coverage(bags, question_words("What is it?"), 0) == 0  # no content word
