@@ -30,6 +30,7 @@ _GENERIC_TITLE = re.compile(
     r"|cover(?: page)?$|form (?:10-?[kq]|20-f|8-k)\b|annual report\b|quarterly report\b|united states$"
     r"|(?:united states )?securities and exchange commission|washington,? d\.? ?c\.?|\(mark one\))"
     r"|\.(?:docx?|pdf|tex|dvi|indd|qxd|rtf|odt|pptx?)$"
+    r"|^(?:[\w-]+ )*template(?: - \w+)?$"  # "Proceedings Template - WORD"
 )
 # A filing's cover page names the company on the line above this one.
 _REGISTRANT = re.compile(r"(?im)^\s*\(exact name of (?:the )?registrant as specified in its charter\)")

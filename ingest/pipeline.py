@@ -310,15 +310,34 @@ def _first_line(text: str) -> str:
 
 def _pdf_title(pages: list[str]) -> str:
     """The first line of the first page with text that is not a venue line, a URL, an address or a heading any
-    document could have ("Table of Contents")."""
+    document could have ("Table of Contents"), with the line after it when the title runs on (:func:`_runs_on`)."""
     for page in pages:
-        for line in page.split("\n", 10)[:10]:
-            line = normalize_text(line)
+        lines = [normalize_text(line) for line in page.split("\n", 11)[:11]]
+        for i, line in enumerate(lines[:10]):
             if not generic_title(line) and not _NOT_A_TITLE.search(line):
+                if _runs_on(line, lines[i + 1] if i + 1 < len(lines) else ""):
+                    line = f"{line} {lines[i + 1]}"
                 return line if len(line) <= _TITLE_CHARS else ""
         if page:
             break
     return ""
+
+
+_TITLE_SMALL_WORDS = frozenset("a an and at by for from in into of on or the to via with".split())
+_TITLE_WORD = re.compile(r"[A-Z][\w'’-]*:?|[a-z]+")
+
+
+def _runs_on(title: str, line: str) -> bool:
+    """Whether a title's second line is ``line``: three or more words, capitalised but for small words (of, and,
+    with ...), with no comma, digit or symbol (author lines have them), and either a small word among them or a
+    first line that stops on one (or on a colon) — a name alone ("Joseph Chee Chang") is an author."""
+    words = line.split()
+    if len(words) < 3 or generic_title(line) or not all(_TITLE_WORD.fullmatch(w) for w in words):
+        return False
+    if any(w[0].islower() and w not in _TITLE_SMALL_WORDS for w in words):
+        return False
+    last = title.split()[-1].lower() if title.split() else ""
+    return any(w in _TITLE_SMALL_WORDS for w in words) or last in _TITLE_SMALL_WORDS or last.endswith((":", ","))
 
 
 def _stem(source: str) -> str:

@@ -48,10 +48,10 @@ def _summary_view(summary: Summary) -> tuple[str, pd.DataFrame, str]:
         f"{words} words from {len(done)} of {len(summary.documents)} documents "
         f"(budget {summary.budget_words} words) in {summary.seconds:.1f} s"
     )
+    cited = [(d, s) for d in done for s in d.sentences]
     rows = [
         [number, " ".join(s["text"].split()), d.title, "" if s["page"] is None else s["page"]]
-        for d in done
-        for number, s in enumerate(d.sentences, start=1)
+        for number, (d, s) in enumerate(cited, start=1)
     ]
     notes = []
     if summary.scope != "document":

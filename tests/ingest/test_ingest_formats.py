@@ -205,6 +205,24 @@ def test_a_page_of_glyph_names_is_flagged_and_not_indexed(tmp_path: Path) -> Non
     assert error.reason == "no readable text on its only page: the text layer is glyph names, not words"
 
 
+def test_a_title_on_two_lines_is_read_whole_and_a_template_name_is_no_title(tmp_path: Path) -> None:
+    first_page: list[str | bytes] = [
+        "Multi-LexSum: Real-World Summaries of Civil",
+        "Rights Lawsuits at Multiple Granularities",
+        "Zejiang Shen, Kyle Lo, Lauren Yu",
+        "Abstract",
+        "We summarize civil rights lawsuits at three granularities.",
+    ]
+    path = tmp_path / "lexsum.pdf"
+    path.write_bytes(text_pdf("Proceedings Template - WORD", [first_page]))
+    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
+    assert isinstance(doc, ParsedDocument)
+    assert doc.title == "Multi-LexSum: Real-World Summaries of Civil Rights Lawsuits at Multiple Granularities"
+    path.write_bytes(text_pdf(None, [["CiteSee: Augmenting Citations", "Joseph Chee Chang", "Allen Institute"]]))
+    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
+    assert isinstance(doc, ParsedDocument) and doc.title == "CiteSee: Augmenting Citations"  # a name is an author
+
+
 def test_a_filing_is_titled_by_its_registrant_and_a_generic_heading_is_no_title(tmp_path: Path) -> None:
     cover: list[str | bytes] = [
         "UNITED STATES",
