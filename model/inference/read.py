@@ -6,17 +6,20 @@
     result = read_passages(model, index, cache, question_ids)    # attention mass per passage, bytes, hits, timings
 
 Per document and sparse layer a :class:`DocumentStore` keeps every token's key and value and its indexer key and
-write-time content query (float16; tier 3, memory-mapped by the app). :class:`DocumentEntries` are its tier-1 entries:
-the indexer keys pooled r:1 by the configured method (IndexPool with the configured α, β, γ; INT8 by default),
-computed from the store, so a new configuration re-pools without running the model. A selection's
-:class:`ReadCache` joins its documents' entries (token positions offset per document) and serves the model's read
-(``HybridModel.read``): each question token scores every entry with ``kernels.indexer_topk`` and keeps its best,
-whose keys and values come through the tiers (``KVTiers``). Below ``CacheConfig.min_tokens`` tokens nothing is
-compressed: the read scores every token's indexer key.
+write-time content query (float16; tier 3, memory-mapped by the app: the pages a read touched are handed back to the
+operating system after it (:meth:`DocumentStore.release`), so the process holds tier 1, tier 2 and what the question
+uses, never the store; the OS page cache may keep the file's pages, as it keeps any file's).
+:class:`DocumentEntries` are its tier-1 entries: the indexer keys pooled r:1 by the configured method (IndexPool
+with the configured α, β, γ; INT8 by default), computed from the store, so a new configuration re-pools without
+running the model. A selection's :class:`ReadCache` joins its documents' entries (token positions offset per
+document) and serves the model's read (``HybridModel.read``): each question token scores every entry with
+``kernels.indexer_topk`` and keeps its best, whose keys and values come through the tiers (``KVTiers``). Below
+``CacheConfig.min_tokens`` tokens nothing is compressed: the read scores every token's indexer key.
 """
 
 from __future__ import annotations
 
+import mmap
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -92,6 +95,13 @@ class DocumentStore:
     def tokens(self) -> int:
         return self.kv.shape[1]
 
+    def release(self) -> None:
+        """Unmap the pages of a memory-mapped store from this process (MADV_DONTNEED; a later read maps them again
+        from the file, or from the page cache); nothing for a store in memory."""
+        for array in (self.kv, self.keys):
+            if isinstance(array.base, mmap.mmap):
+                array.base.madvise(mmap.MADV_DONTNEED)
+
     @property
     def nbytes(self) -> int:
         return self.kv.nbytes + self.keys.nbytes
@@ -122,6 +132,7 @@ class DocumentEntries:
             scales.append(None if e.scales is None else e.scales.clone())
             starts.append(e.starts.clone())
             lengths.append(e.lengths.clone())
+        store.release()
         return cls(rows, scales, starts, lengths)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -178,6 +189,8 @@ class ReadCache:
         self.template = IndexPoolIndexer(icfg, method=config.method if self.compressed else "uncompressed")
         layers = model.net.cfg.n_layers
         self.entries = [self._join(layer, [e for _, _, e in documents]) for layer in range(layers)]
+        for store in self.stores:  # an uncompressed join read every indexer key
+            store.release()
 
     @property
     def tokens(self) -> int:
@@ -258,6 +271,8 @@ def read_passages(
     started = time.perf_counter()
     before = cache.tiers.stats()
     out = model.net.model.read(question_ids, [cache.layer(i) for i in range(len(cache.entries))], k_tokens)
+    for store in cache.stores:
+        store.release()
     mass = torch.zeros(passage_tokens.shape[0])
     timings = {"select": 0.0, "fetch": 0.0, "attend": 0.0}
     starts = passage_tokens[:, 0].contiguous()

@@ -105,6 +105,36 @@ def test_answers_do_not_depend_on_the_tier2_budget(model):
     assert cold.tokens_read > 0 and set(cold.timings_ms) == {"select", "fetch", "attend", "other"}
 
 
+def _resident_kib(path: Path) -> int:
+    """Resident KiB of this process's mappings of ``path`` (/proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if line[:1] in "0123456789abcdef" and "-" in line.split()[0]:
+            inside = line.endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").is_file(), reason="reads /proc/self/smaps (Linux)")
+def test_a_memory_mapped_store_is_read_not_held(model, tmp_path: Path):
+    (made,) = stores(model, 4000)
+    np.save(tmp_path / "kv.npy", made.kv)
+    np.save(tmp_path / "keys.npy", made.keys)
+    mapped = DocumentStore(np.load(tmp_path / "kv.npy", mmap_mode="r"), np.load(tmp_path / "keys.npy", mmap_mode="r"))
+    passages = torch.tensor([[0, 2000], [2000, 4000]])
+    config = CacheConfig(min_tokens=0)
+    in_memory = read_passages(model, passages, cache(model, [made], config), QUESTION, k_tokens=32)
+    read_cache = cache(model, [mapped], config)  # pooling reads every indexer key, then lets the pages go
+    assert _resident_kib(tmp_path / "keys.npy") == 0
+    first = read_passages(model, passages, read_cache, QUESTION, k_tokens=32)
+    assert first.tiers.bytes_read > 0 and _resident_kib(tmp_path / "kv.npy") == 0  # read, then let go
+    assert_close(first.mass, in_memory.mass, "exact")
+    assert_close(read_passages(model, passages, read_cache, QUESTION, k_tokens=32).mass, first.mass, "exact")
+    np.asarray(mapped.kv).sum()  # without a release, what is read stays mapped
+    assert _resident_kib(tmp_path / "kv.npy") > 0
+
+
 @pytest.mark.parametrize("preset", ["default", "technical", "news"])
 @pytest.mark.parametrize("int8", [False, True])
 def test_tier1_covers_every_token_once(model, preset, int8):
