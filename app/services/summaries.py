@@ -275,7 +275,7 @@ class SummaryService:
         model, label = interactive_summarizer(summarizer)
         scope = "collection" if not document_ids else "document" if len(documents) == 1 else "selection"
         result = Summary(0, scope, collection, model.name, label, budget_words)
-        if scope == "document":
+        if len(documents) == 1:  # a collection of one document too: scored against its abstract
             self._one(result, documents[0], model, progress)
         else:
             self._across(result, documents, model, progress)

@@ -54,12 +54,13 @@ def _summary_view(summary: Summary) -> tuple[str, pd.DataFrame, str]:
         for number, (d, s) in enumerate(cited, start=1)
     ]
     notes = []
-    if summary.scope != "document":
+    several = len(summary.documents) > 1
+    if several:
         notes.append("One summary of the documents within the budget (each sentence under its document): no ROUGE.")
     for d in summary.documents:
         if d.error:
             notes.append(f"- {escape_markdown(d.title)}: no summary ({escape_markdown(d.error)})")
-        elif summary.scope != "document":
+        elif several:
             continue
         elif d.rouge:
             scores = ", ".join(f"{ROUGE_NAMES[k]} {v:.3f}" for k, v in d.rouge.items())

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from model.inference.passages import DocumentText
-from model.inference.summarizers import Ranking
+from model.inference.ranking import Ranking
 from model.inference.summary_policy import SummaryPolicy, policy_for, rank
 from model.network.checkpoint import Model, load_model
 from model.network.net import char_to_token_spans, encode_spans

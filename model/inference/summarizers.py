@@ -22,12 +22,13 @@ first in each round, a text already taken from any document skipped, until the b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
 
 from model.inference.passages import DocumentText
+from model.inference.ranking import Ranking, take_across
 
 SUMMARIZERS = ("indexpool", "lead", "lexrank")
 
@@ -50,34 +51,6 @@ def words_of(document: DocumentText) -> list[int]:
     return [len(document.sentence_text(i).split()) for i in range(len(document.sentences))]
 
 
-def take(document: DocumentText, order: Iterable[int], budget_words: int) -> list[int]:
-    """Sentences of ``order`` (a repeated text once) until they hold ``budget_words`` words, in reading order."""
-    return [i for _, i in take_across([document], [iter(order)], budget_words)]
-
-
-def take_across(
-    documents: Sequence[DocumentText], orders: Sequence[Iterator[int]], budget_words: int
-) -> list[tuple[int, int]]:
-    """(document, sentence) pairs taken from the ``orders`` in turn (one sentence of each per round, an exhausted
-    order left out, a text already taken skipped) until they hold ``budget_words`` words; sorted."""
-    chosen, seen, held = [], set(), 0
-    active = list(range(len(documents)))
-    while active and held < budget_words:
-        for d in list(active):
-            if held >= budget_words:
-                break
-            for i in orders[d]:
-                text = " ".join(documents[d].sentence_text(i).split())
-                if text not in seen:
-                    chosen.append((d, i))
-                    seen.add(text)
-                    held += len(text.split())
-                    break
-            else:
-                active.remove(d)
-    return sorted(chosen)
-
-
 def choose_across(
     summarizer: Summarizer,
     documents: Sequence[DocumentText],
@@ -93,16 +66,6 @@ def choose_across(
             ranking(d)
         orders.append(summarizer.ranked(documents[d], budget_words))
     return sorted((by_size[d], i) for d, i in take_across([documents[d] for d in by_size], orders, budget_words))
-
-
-class Ranking:
-    """What every summarizer does with its ranking: take it until the budget."""
-
-    def ranked(self, document: DocumentText, budget_words: int) -> Iterator[int]:
-        raise NotImplementedError
-
-    def choose(self, document: DocumentText, budget_words: int) -> list[int]:
-        return take(document, self.ranked(document, budget_words), budget_words)
 
 
 class Lead(Ranking):

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from model.inference.summarizers import make_summarizer, take
+from model.inference.ranking import take
+from model.inference.summarizers import make_summarizer
 from model.inference.summary_policy import (
     POLICY_FILE,
     SummaryPolicy,
