@@ -88,10 +88,12 @@ _INLINE = re.compile(
     re.IGNORECASE,
 )
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
-# A sentence ends at . ! ? … before a capital or digit, at a line break before a list item, or at a line break
-# before a speaker label ("Project Manager: ...", a transcript's next turn).
+# A sentence ends at . ! ? … before a capital or digit (a footnote mark glued to a word's full stop, "writing.1 The",
+# stays with its sentence), at a line break before a list item, or at a line break before a speaker label ("Project
+# Manager: ...", a transcript's next turn).
 _BOUNDARY = re.compile(
-    r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
+    r"(?<=[a-z])[.!?]\d{1,2}(?=\s+[\"'\u201c\u2018(\[]?[A-Z])"
+    r"|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
     r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)"
     r"|\n(?=[ \t]*[A-Z][\w'\u2019.-]*(?:[ \t][A-Z0-9][\w'\u2019.-]*){0,3}:[ \t])"
 )

@@ -27,6 +27,15 @@ def test_abbreviations_decimals_initials_and_urls_do_not_end_sentences() -> None
     ]
 
 
+def test_a_footnote_mark_after_a_full_stop_ends_the_sentence() -> None:
+    text = "It changed AI-assisted writing.1 The models write well.2 As a result, we use them in version 3.1 Then."
+    assert _sentences(text) == [
+        "It changed AI-assisted writing.1",
+        "The models write well.2",
+        "As a result, we use them in version 3.1 Then.",  # a version number is no footnote
+    ]
+
+
 def test_lowercase_continuation_and_list_numbers_are_not_boundaries() -> None:
     assert _sentences("It costs 5 vs. 6 dollars. and so on") == ["It costs 5 vs. 6 dollars. and so on"]
     assert _sentences("1. First item here.") == ["1. First item here."]
