@@ -36,6 +36,7 @@ from model.inference.summarizers import (
 )
 from model.network.paths import indexpool_checkpoint
 from storage.metrics import MetricStore
+from storage.models import Document
 from storage.summaries import SummaryStore
 
 DEFAULT_BUDGET_WORDS = 150
@@ -289,7 +290,7 @@ class SummaryService:
             raise UserError(f"document {document_id} is no longer in the library")
         return parsed
 
-    def _one(self, result: Summary, document: Any, model: Summarizer, progress: SummaryProgress | None) -> None:
+    def _one(self, result: Summary, document: Document, model: Summarizer, progress: SummaryProgress | None) -> None:
         """One document's summary, with ROUGE against its abstract when it has one."""
         if progress is not None:
             progress(0, 1, document.title)
@@ -301,7 +302,7 @@ class SummaryService:
         result.documents.append(CollectionDocumentSummary(document.id, document.title, done.sentences, done.rouge))
 
     def _across(
-        self, result: Summary, documents: list[Any], model: Summarizer, progress: SummaryProgress | None
+        self, result: Summary, documents: list[Document], model: Summarizer, progress: SummaryProgress | None
     ) -> None:
         """One summary of several documents within the budget, each sentence under its document (see the module
         docstring); a document with nothing to summarize is listed with the reason."""
