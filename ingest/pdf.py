@@ -8,6 +8,7 @@ words is left out (empty) and listed in ``PdfText.unreadable``.
 
 from __future__ import annotations
 
+import html
 import io
 import logging
 import re
@@ -214,7 +215,7 @@ def _metadata_title(reader: PdfReader) -> str | None:
         return None
     if not isinstance(title, str):
         return None
-    title = " ".join(title.split())
+    title = " ".join(html.unescape(title).split())  # some producers write entities: "COVID&#x02010;19"
     if generic_title(title):
         return None
     return title[:300]

@@ -41,8 +41,8 @@ PART_CHARS = 4 << 20  # a text file longer than this many characters is ingested
 _TITLE_CHARS = 200
 _PARAGRAPH_BREAK = "\n\n"
 _NOT_A_TITLE = re.compile(
-    r"(?i)^(?:proceedings|arxiv|published|accepted|preprint|copyright|journal|vol\.)"
-    r"|\u00a9|\bconference\b|https?://|@"
+    r"(?i)^(?:proceedings|arxiv|published|accepted|preprint|copyright|journal|vol\.|content from this work)"
+    r"|\u00a9|\bconference\b|https?://|@|creative ?commons|under the terms of|^licensed under"
 )
 
 
