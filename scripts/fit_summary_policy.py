@@ -55,6 +55,7 @@ from model.inference.summary_policy import (  # noqa: E402
     policy_for,
     select,
     sentence_features,
+    summary_words,
 )
 from model.network.checkpoint import load_checkpoint, load_model  # noqa: E402
 from model.research.evaluation.baselines import fit_budget  # noqa: E402
@@ -90,7 +91,8 @@ class Paper:
     salience: np.ndarray  # (S,) the model's salience logits
     emb: np.ndarray  # (S, e) unit sentence embeddings
     features: dict[str, np.ndarray]
-    words: list[int]
+    words: list[int]  # per sentence
+    policy_words: list[int]  # per sentence, 0 for a lead-in or a line of symbols (summary_policy.summary_words)
     budget: int
     word_tokens: list[list[list[str]]]  # per sentence, per whitespace word: its ROUGE tokens
     reference_tokens: list[str]
@@ -111,14 +113,20 @@ def training_papers(data: Path, skip: int) -> list[dict]:
 
 
 def encode(checkpoint: Path, rows: Sequence[dict], cache: Path) -> list[tuple]:
-    """(salience logits, embeddings) of each paper's sentences, cached per checkpoint weights and paper text."""
+    """(salience logits, embeddings) of each paper's sentences, cached per checkpoint weights, paper text and
+    sentence spans (a change to the library's splitter re-encodes the papers it splits differently)."""
     model = IndexPoolSummarizer(load_model(checkpoint))
     path = cache / f"{model.model.weights_id}-library-sentences.pkl"
     stored: dict[str, tuple] = pickle.loads(path.read_bytes()) if path.is_file() else {}
-    keys = [f"{r['id']}/{hashlib.sha256(r['text'].encode()).hexdigest()[:16]}" for r in rows]
-    started, missing = time.perf_counter(), [(k, r) for k, r in zip(keys, rows, strict=True) if k not in stored]
-    for n, (key, row) in enumerate(missing, 1):
-        salience, emb = model.sentence_scores(document_text(row["id"], row["text"]))
+    documents = [document_text(r["id"], r["text"]) for r in rows]
+    keys = [
+        f"{r['id']}/{hashlib.sha256((r['text'] + repr(d.sentences.tolist())).encode()).hexdigest()[:16]}"
+        for r, d in zip(rows, documents, strict=True)
+    ]
+    missing = [(k, d) for k, d in zip(keys, documents, strict=True) if k not in stored]
+    started = time.perf_counter()
+    for n, (key, document) in enumerate(missing, 1):
+        salience, emb = model.sentence_scores(document)
         stored[key] = (salience.astype(np.float32), emb.astype(np.float32))
         if n % 50 == 0 or n == len(missing):
             print(f"encoded {n}/{len(missing)} papers in {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -144,6 +152,7 @@ def prepare(row: dict, encoded: tuple) -> Paper:
         emb,
         sentence_features(document, emb, len(row["reference"].split())),
         [len(words) for words in sentences],
+        [summary_words(document.sentence_text(i)) for i in range(len(document.sentences))],
         len(row["reference"].split()),
         [[rouge_tokens(w) for w in words] for words in sentences],
         rouge_tokens(_lines(row["reference"])),
@@ -170,7 +179,7 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 def chosen(policy: SummaryPolicy, paper: Paper, default_redundancy: float) -> list[int]:
     scores = combined_scores(policy, paper.salience, paper.features)
     redundancy = default_redundancy if policy.redundancy is None else policy.redundancy
-    return select(scores, paper.words, paper.emb, paper.budget, policy.min_words, redundancy)
+    return select(scores, paper.policy_words, paper.emb, paper.budget, policy.min_words, redundancy)
 
 
 def summary_rouge_l(paper: Paper, sentences: Sequence[int]) -> float:

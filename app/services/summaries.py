@@ -117,7 +117,7 @@ def body_of(document: ParsedDocument, cut: frozenset[int] = frozenset()) -> tupl
             pieces.append(stripped)
             offset += len(stripped)
             separator = _LINE_BREAK
-    body = DocumentText.of(document.source, "".join(pieces), spans, paragraphs)
+    body = DocumentText.of(document.source, "".join(pieces), spans, paragraphs, document.title)
     return Body(body, kept), abstract
 
 

@@ -6,7 +6,7 @@ takes one ranking until the budget, :func:`take_across` several in turn (a colle
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from model.inference.passages import DocumentText
 
@@ -17,11 +17,14 @@ def take(document: DocumentText, order: Iterable[int], budget_words: int) -> lis
 
 
 def take_across(
-    documents: Sequence[DocumentText], orders: Sequence[Iterator[int]], budget_words: int
+    documents: Sequence[DocumentText],
+    orders: Sequence[Iterator[int]],
+    budget_words: int,
+    skip: Collection[str] = frozenset(),
 ) -> list[tuple[int, int]]:
     """(document, sentence) pairs taken from the ``orders`` in turn (one sentence of each per round, an exhausted
-    order left out, a text already taken skipped) until they hold ``budget_words`` words; sorted."""
-    chosen, seen, held = [], set(), 0
+    order left out, a text already taken or in ``skip`` skipped) until they hold ``budget_words`` words; sorted."""
+    chosen, seen, held = [], set(skip), 0
     active = list(range(len(documents)))
     while active and held < budget_words:
         for d in list(active):

@@ -12,7 +12,8 @@ LexRank by TF-IDF cosine, LEAD not at all).
 
 A collection summary (:func:`choose_across`) is one summary of several documents within one budget: the documents'
 rankings are taken in turn (each document's best sentence, then each one's second best, ...), the larger documents
-first in each round, a text already taken from any document skipped, until the budget is reached.
+first in each round, a text already taken or found in two or more of the documents (boilerplate) skipped, until
+the budget is reached; a document whose turn never comes is never ranked.
 
 - ``indexpool``: the model's salience head and sentence embeddings, combined by the summary policy
   (:mod:`model.inference.indexpool_summarizer`, :mod:`model.inference.summary_policy`).
@@ -22,6 +23,7 @@ first in each round, a text already taken from any document skipped, until the b
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
@@ -58,14 +60,29 @@ def choose_across(
     ranking: Callable[[int], None] | None = None,
 ) -> list[tuple[int, int]]:
     """One summary of ``documents`` within ``budget_words`` words (see the module docstring): (document index,
-    sentence index) pairs, in document then reading order. ``ranking(d)`` is called before document d is ranked."""
+    sentence index) pairs, in document then reading order. A document is ranked only when its turn comes (a small
+    budget over many documents ranks the larger ones only); ``ranking(d)`` is called before document d is."""
     by_size = sorted(range(len(documents)), key=lambda d: -len(documents[d].text))
-    orders = []
-    for d in by_size:
+
+    def ranked(d: int) -> Iterator[int]:  # a document is ranked when its first turn comes, if it comes
         if ranking is not None:
             ranking(d)
-        orders.append(summarizer.ranked(documents[d], budget_words))
-    return sorted((by_size[d], i) for d, i in take_across([documents[d] for d in by_size], orders, budget_words))
+        yield from summarizer.ranked(documents[d], budget_words)
+
+    orders = [ranked(d) for d in by_size]
+    chosen = take_across([documents[d] for d in by_size], orders, budget_words, boilerplate(documents))
+    return sorted((by_size[d], i) for d, i in chosen)
+
+
+def boilerplate(documents: Sequence[DocumentText]) -> set[str]:
+    """Sentence texts found in two or more of the documents (licence lines, page footers, inherited docstrings):
+    they say nothing about any one of them."""
+    found = Counter(
+        text
+        for document in documents
+        for text in {" ".join(document.sentence_text(i).split()) for i in range(len(document.sentences))}
+    )
+    return {text for text, count in found.items() if count > 1}
 
 
 class Lead(Ranking):

@@ -19,9 +19,10 @@ where ``z`` z-scores over the document's sentences and
     lexical         cos(tf-idf_i, mean of the document's tf-idf vectors), idf over the document's sentences:
                     centroid centrality in words (Radev et al. 2004), the lexical counterpart of ``centrality``
 
-then ranks the sentences best first, skipping those under ``min_words`` words and those whose embedding cosine to
-one ranked before exceeds ``redundancy``; the summarizer takes them in that order (a repeated text once) until the
-word budget is reached and returns them in reading order.
+then ranks the sentences best first, skipping those under ``min_words`` words, lead-ins and lines of symbols
+(:func:`summary_words`) and those whose embedding cosine to one ranked before exceeds ``redundancy``; the
+summarizer takes them in that order (a repeated text once) until the word budget is reached and returns them in
+reading order.
 
 ``SummaryPolicy()`` (salience only, ``min_words`` 5, the checkpoint's redundancy threshold) is the policy the
 summarizer had before any was fitted. The fitted policy lives beside the checkpoint in ``summary_policy.json``
@@ -34,6 +35,7 @@ for (its ``checkpoint`` field is the checkpoint's ``weights_id``).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -44,6 +46,7 @@ import numpy as np
 from model.inference.passages import DocumentText
 
 POLICY_FILE = "summary_policy.json"
+_SYMBOL = re.compile(r"[^\w]")
 FEATURES = ("salience", "centrality", "first_section", "digits", "lead", "lexical")
 
 
@@ -200,10 +203,23 @@ def rank(
     default_redundancy: float,
 ) -> Iterator[int]:
     """The document's sentences (indices into ``document.sentences``) in the policy's order of preference, those it
-    skips left out; ``budget_words`` is the summary's length (the ``lead`` feature reads it)."""
+    skips (and the document's title, repeated as a sentence) left out; ``budget_words`` is the summary's length (the
+    ``lead`` feature reads it)."""
     if not len(document.sentences):
         return iter(())
     scores = combined_scores(policy, salience, sentence_features(document, emb, budget_words))
-    words = [len(document.sentence_text(i).split()) for i in range(len(document.sentences))]
+    title = " ".join(document.title.split()).lower()
+    texts = [document.sentence_text(i) for i in range(len(document.sentences))]
+    words = [0 if title and " ".join(t.split()).lower() == title else summary_words(t) for t in texts]  # no title
     redundancy = default_redundancy if policy.redundancy is None else policy.redundancy
     return ranked(scores, words, emb, policy.min_words, redundancy)
+
+
+def summary_words(sentence: str) -> int:
+    """The words a sentence brings to a summary: 0 for a lead-in ending with a colon ("Methods defined here:",
+    "as follows:") or a line mostly of symbols (a rule of dashes, code punctuation), which the policy skips as it
+    skips a sentence under ``min_words`` words."""
+    text = "".join(sentence.split())
+    if not text or text.endswith(":") or len(_SYMBOL.findall(text)) > 0.3 * len(text):
+        return 0
+    return len(sentence.split())

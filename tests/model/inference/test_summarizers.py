@@ -44,9 +44,18 @@ def test_lexrank_centrality_is_uniform_on_a_symmetric_graph() -> None:
 def test_a_collection_summary_takes_each_documents_best_in_turn_within_one_budget() -> None:
     long = document_text("a", "Alpha opens the report. Alpha adds a detail. Alpha adds another detail. Alpha ends.")
     short = document_text("b", "Beta opens its note. Beta closes it.")
-    copy = document_text("c", "Alpha opens the report.")  # a text already taken from another document
+    copy = document_text("c", "Alpha opens the report.")  # a text of another document
     assert choose_across(Lead(), [short, long], 8) == [(0, 0), (1, 0)]  # one budget: each document's first
     assert choose_across(Lead(), [short, long], 12) == [(0, 0), (1, 0), (1, 1)]  # the longer document first
     assert choose_across(Lead(), [short, long], 100) == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)]
-    assert choose_across(Lead(), [long, copy, short], 8) == [(0, 0), (2, 0)]  # the copy is quoted once
+    assert choose_across(Lead(), [long, copy, short], 8) == [(0, 1), (2, 0)]  # in two documents: boilerplate
     assert choose_across(Lead(), [], 8) == []
+
+
+def test_a_collection_summary_ranks_only_the_documents_it_reaches() -> None:
+    documents = [document_text(str(n), " ".join(f"Sentence {i} of {n} words." for i in range(n))) for n in (3, 9, 5)]
+    ranked: list[int] = []
+    chosen = choose_across(Lead(), documents, 4, ranked.append)
+    assert chosen == [(1, 0)] and ranked == [1]  # the largest document's first sentence holds the budget
+    ranked.clear()
+    assert choose_across(Lead(), documents, 8, ranked.append) == [(1, 0), (2, 0)] and ranked == [1, 2]

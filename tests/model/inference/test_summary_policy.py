@@ -22,6 +22,7 @@ from model.inference.summary_policy import (
     rank,
     select,
     sentence_features,
+    summary_words,
 )
 from model.research.evaluation.passages import document_text
 
@@ -166,3 +167,11 @@ def test_the_shipped_summarizer_uses_the_fitted_policy() -> None:
     assert [document.sentence_text(i) for i in model.choose(document, 5)] == [
         s for s in map(document.sentence_text, range(len(words))) if "Table 3" in s
     ]
+
+
+def test_lead_ins_and_lines_of_symbols_bring_no_words() -> None:
+    assert summary_words("The pools recovered in three weeks.") == 6
+    assert summary_words("Methods defined here:") == 0  # a lead-in
+    assert summary_words("---------------------------------------- Data descriptors inherited") == 0
+    assert summary_words("Revenue rose 5% to $1,234 million in 2019.") == 8  # figures are words
+    assert summary_words("  ") == 0
