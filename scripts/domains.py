@@ -1,7 +1,7 @@
 """The per-domain tables of BENCHMARKS.md: every development set, the model beside its baselines, one run per set.
 
     python -m model.research.evaluation.datasets --data ../shared/data --out /tmp/evaldata
-    python scripts/domains.py qa --data /tmp/evaldata [--systems indexpool,bm25,dense] [--json OUT]
+    python scripts/domains.py qa --data /tmp/evaldata [--systems indexpool,bm25,dense] [--scope document] [--json OUT]
     python scripts/domains.py summarize --data /tmp/evaldata [--systems indexpool,lead,lexrank] [--json OUT]
 
 ``qa``: one ``indexpool eval qa`` run per set (the same passages, hit rule and systems): QMSum val by its evidence
@@ -41,6 +41,9 @@ def main() -> None:
     parser.add_argument("--systems")
     parser.add_argument("--sets", help="comma-separated (default: every set of the task)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--scope", choices=("corpus", "document"), default="corpus", help="qa: eval qa's --scope (default corpus)"
+    )
     args = parser.parse_args()
     sets, default_systems, figure = TASKS[args.task]
     systems = (args.systems or default_systems).split(",")
@@ -48,7 +51,7 @@ def main() -> None:
     for name in args.sets.split(",") if args.sets else sets:
         if args.task == "qa":
             docs, questions = sets[name]
-            results[name] = run_qa(args.data / docs, args.data / questions, systems)
+            results[name] = run_qa(args.data / docs, args.data / questions, systems, scope=args.scope)
         else:
             results[name] = run_summarize(args.data / sets[name], systems)
         if args.json:

@@ -72,6 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--systems", type=_names, default=list(QA_SYSTEMS), help=f"comma-separated (default {','.join(QA_SYSTEMS)})"
     )
     qa.add_argument("--per-question", type=Path, help="also write each system's answer and rank per question")
+    qa.add_argument(
+        "--scope",
+        choices=("corpus", "document"),
+        default="corpus",
+        help="ask each question over the whole corpus (default), or a question naming its document over it alone",
+    )
 
     summarize = tasks.add_parser("summarize", help="ROUGE-1/2/L/Lsum per summarizer at the same length budget")
     summarize.add_argument(
@@ -162,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.task == "qa":
             per_question: list[dict[str, Any]] | None = [] if args.per_question else None
-            report = run_qa(args.corpus, args.questions, args.systems, args.limit, per_question)
+            report = run_qa(args.corpus, args.questions, args.systems, args.limit, per_question, args.scope)
             if per_question is not None:
                 write_jsonl(args.per_question, per_question)
             text = (

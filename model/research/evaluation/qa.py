@@ -1,14 +1,14 @@
 """``eval qa``: evidence recall@1/5/10, document@1, answer ROUGE-L and latency of each QA system on the same corpus.
 
-Inputs (JSONL): documents ``{"id", "text", "title"?}``; questions ``{"id", "question", "answers": [str],
-"evidence": [{"doc", "start", "end"}], "doc"?}`` with character spans in the document texts, or without evidence
-but with ``"doc"``, the question's document: then a hit is a cited span of that document holding the answer
-(``metrics.answer_hit_rank``). Every system indexes the
-whole corpus (``index_s``), then answers each question with up to 10 citations; the latency is the wall time
-of one ``ask``. ``document@1``: the first citation lies in a document holding gold evidence (over a collection,
-whether the system found the right document at all). Questions with neither evidence nor a document count for
-ROUGE-L only. A citation
-of an unknown document or of more than ``MAX_CITATION_WORDS`` words stops the run with an error.
+Inputs (JSONL): documents ``{"id", "text", "title"?}``; questions ``{"id", "question", "answers": [str], "evidence":
+[{"doc", "start", "end"}], "doc"?}`` with character spans in the document texts, or without evidence but with
+``"doc"``, the question's document: then a hit is a cited span of that document holding the answer
+(``metrics.answer_hit_rank``). Every system indexes the whole corpus (``index_s``), or with ``--scope document``
+each document alone for the questions that name it (an L-Eval question is about its own input: "this contract"),
+then answers each question with up to 10 citations; the latency is the wall time of one ``ask``. ``document@1``: the
+first citation lies in a document holding gold evidence (over a collection, whether the system found the right
+document at all). Questions with neither evidence nor a document count for ROUGE-L only. A citation of an unknown
+document or of more than ``MAX_CITATION_WORDS`` words stops the run with an error.
 """
 
 from __future__ import annotations
@@ -67,22 +67,48 @@ def load_questions(path: Path, limit: int | None = None) -> list[Question]:
     ]
 
 
+@dataclass
+class Tally:
+    """What a system's answers scored, question by question (see :func:`evaluate_system`)."""
+
+    ranks: list[int | None]
+    document_hits: list[bool]
+    rouge_l: list[float]
+    latencies: list[float]
+    index_s: float = 0.0
+
+    def add(self, other: Tally) -> None:
+        self.ranks += other.ranks
+        self.document_hits += other.document_hits
+        self.rouge_l += other.rouge_l
+        self.latencies += other.latencies
+        self.index_s += other.index_s
+
+    def result(self) -> dict[str, float]:
+        result = {f"recall@{k}": recall_at(self.ranks, k) for k in RECALL_AT}
+        hits = self.document_hits
+        result["document@1"] = sum(hits) / len(hits) if hits else float("nan")
+        result["rougeL"] = sum(self.rouge_l) / len(self.rouge_l) if self.rouge_l else float("nan")
+        result |= latency_percentiles(self.latencies)
+        result["index_s"] = self.index_s
+        return result
+
+
 def evaluate_system(
     system: QASystem,
     documents: Sequence[Document],
     questions: Sequence[Question],
     per_question: list[dict[str, Any]] | None = None,
-) -> dict[str, float]:
+) -> Tally:
     """Index ``documents`` with ``system`` and score it on ``questions``."""
     started = time.perf_counter()
     system.index(documents)
-    index_s = time.perf_counter() - started
+    tally = Tally([], [], [], [], time.perf_counter() - started)
     texts = {d.id: d.text for d in documents}
-    ranks, document_hits, rouge_l, latencies = [], [], [], []
     for q in questions:
         started = time.perf_counter()
         response = system.ask(q.question, max(RECALL_AT))
-        latencies.append((time.perf_counter() - started) * 1000)
+        tally.latencies.append((time.perf_counter() - started) * 1000)
         cited = response.citations[: max(RECALL_AT)]
         check_citations(texts, cited, system.name)
         if q.evidence:
@@ -90,12 +116,12 @@ def evaluate_system(
         else:
             rank = answer_hit_rank(cited, texts, q.document, q.answers) if q.scored else None
         if q.scored:
-            ranks.append(rank)
+            tally.ranks.append(rank)
             gold_documents = {e.doc for e in q.evidence} or {q.document}
-            document_hits.append(bool(cited) and cited[0].doc in gold_documents)
+            tally.document_hits.append(bool(cited) and cited[0].doc in gold_documents)
         score = rouge(response.answer, q.answers, ("rougeL",))["rougeL"] if q.answers else None
         if score is not None:
-            rouge_l.append(score)
+            tally.rouge_l.append(score)
         if per_question is not None:
             per_question.append(
                 {
@@ -107,12 +133,26 @@ def evaluate_system(
                     "citations": [asdict(c) for c in response.citations[:3]],
                 }
             )
-    result = {f"recall@{k}": recall_at(ranks, k) for k in RECALL_AT}
-    result["document@1"] = sum(document_hits) / len(document_hits) if document_hits else float("nan")
-    result["rougeL"] = sum(rouge_l) / len(rouge_l) if rouge_l else float("nan")
-    result |= latency_percentiles(latencies)
-    result["index_s"] = index_s
-    return result
+    return tally
+
+
+def evaluate_per_document(
+    system: QASystem,
+    documents: Sequence[Document],
+    questions: Sequence[Question],
+    per_question: list[dict[str, Any]] | None = None,
+) -> Tally:
+    """Each document indexed alone and asked its own questions (``"doc"``), as a user who chose that file; the
+    questions without a document are asked over the whole corpus."""
+    by_id = {d.id: d for d in documents}
+    tally = Tally([], [], [], [])
+    groups: dict[str | None, list[Question]] = {}
+    for q in questions:
+        groups.setdefault(q.document if q.document in by_id else None, []).append(q)
+    for doc, asked in groups.items():
+        scope = [by_id[doc]] if doc is not None else documents
+        tally.add(evaluate_system(system, scope, asked, per_question))
+    return tally
 
 
 def run_qa(
@@ -121,8 +161,10 @@ def run_qa(
     systems: Sequence[str],
     limit: int | None = None,
     per_question: list[dict[str, Any]] | None = None,
+    scope: str = "corpus",
 ) -> dict[str, Any]:
-    """The ``eval qa --json`` object."""
+    """The ``eval qa --json`` object; ``scope`` "document" asks each question naming its document over that document
+    alone (:func:`evaluate_per_document`), "corpus" over every document."""
     documents = load_documents(corpus)
     questions = load_questions(questions_path, limit)
     report: dict[str, Any] = {
@@ -130,13 +172,15 @@ def run_qa(
         "evidence_questions": sum(bool(q.evidence) for q in questions),
         "answer_questions": sum(q.scored and not q.evidence for q in questions),
         "documents": len(documents),
+        "scope": scope,
         "systems": {},
     }
+    evaluate = evaluate_per_document if scope == "document" else evaluate_system
     for name, system in available(systems, make_qa_system, report):
         print(
             f"eval qa: {name} on {len(questions)} questions over {len(documents)} documents",
             file=sys.stderr,
             flush=True,
         )
-        report["systems"][name] = evaluate_system(system, documents, questions, per_question)
+        report["systems"][name] = evaluate(system, documents, questions, per_question).result()
     return report

@@ -93,6 +93,29 @@ def test_eval_qa_document_at_1_counts_the_first_citation_s_document(
     assert report["systems"]["bm25"]["recall@1"] == 0.5
 
 
+def test_eval_qa_scope_document_asks_a_question_over_its_own_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    contracts = {
+        "a": "The term of this agreement is five years. Either party may terminate on notice.",
+        "b": "The term of this agreement is two years. Payment is due monthly.",
+    }
+    write_jsonl(tmp_path / "docs.jsonl", [{"id": k, "text": v} for k, v in contracts.items()])
+    question = {"question": "What is the term of this agreement?", "evidence": []}
+    write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "1", **question, "answers": ["five years"], "doc": "a"},
+            {"id": "2", **question, "answers": ["two years"], "doc": "b"},
+        ],
+    )
+    corpus = _json(capsys, _qa_args(tmp_path, "--systems", "bm25", "--json"))
+    assert corpus["scope"] == "corpus" and corpus["systems"]["bm25"]["recall@1"] == 0.5  # one contract cited first
+    own = _json(capsys, _qa_args(tmp_path, "--systems", "bm25", "--scope", "document", "--json"))
+    assert own["scope"] == "document" and own["systems"]["bm25"]["recall@1"] == 1.0
+    assert own["systems"]["bm25"]["document@1"] == 1.0
+
+
 def test_eval_summarize_on_scisumm(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     papers = [next(convert_scisumm(shared_data / "scisumm"))]
     (tmp_path / "paper.txt").write_text(papers[0]["text"])
