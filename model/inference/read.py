@@ -181,6 +181,7 @@ class ReadCache:
         self.backend = backend
         self.keys = [key for key, _, _ in documents]
         self.stores = [store for _, store, _ in documents]
+        self.touched: set[int] = set()  # the documents whose stores a read fetched from since the last release
         self.tiers, self.config = tiers, config
         lengths = [store.tokens for store in self.stores]
         self.offsets = np.cumsum([0, *lengths])  # (D + 1,) first position of each document
@@ -191,6 +192,12 @@ class ReadCache:
         self.entries = [self._join(layer, [e for _, _, e in documents]) for layer in range(layers)]
         for store in self.stores:  # an uncompressed join read every indexer key
             store.release()
+
+    def release(self) -> None:
+        """Hand back the pages of the stores read since the last release (:meth:`DocumentStore.release`)."""
+        touched, self.touched = self.touched, set()  # a read running beside this one records into the new set
+        for d in touched:
+            self.stores[d].release()
 
     @property
     def tokens(self) -> int:
@@ -248,6 +255,7 @@ class CacheLayer:
         parts = []
         for d in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
             local = positions[bounds[d] : bounds[d + 1]] - int(cache.offsets[d])
+            cache.touched.add(d)
             parts.append(cache.tiers.fetch(cache.keys[d], self.index, cache.stores[d].kv, local))
         return torch.cat(parts) if parts else torch.empty(0, *cache.stores[0].kv.shape[2:])
 
@@ -271,8 +279,7 @@ def read_passages(
     started = time.perf_counter()
     before = cache.tiers.stats()
     out = model.net.model.read(question_ids, [cache.layer(i) for i in range(len(cache.entries))], k_tokens)
-    for store in cache.stores:
-        store.release()
+    cache.release()
     mass = torch.zeros(passage_tokens.shape[0])
     timings = {"select": 0.0, "fetch": 0.0, "attend": 0.0}
     starts = passage_tokens[:, 0].contiguous()
