@@ -205,6 +205,14 @@ def test_a_page_of_glyph_names_is_flagged_and_not_indexed(tmp_path: Path) -> Non
     assert error.reason == "no readable text on its only page: the text layer is glyph names, not words"
 
 
+def _pdf_title(path: Path, metadata: str | None, lines: list[str | bytes]) -> str:
+    """The title ingestion gives a one-page PDF of ``lines`` with this metadata title."""
+    path.write_bytes(text_pdf(metadata, [lines]))
+    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
+    assert isinstance(doc, ParsedDocument)
+    return doc.title
+
+
 def test_titles_on_two_lines_template_names_licence_lines_and_entities(tmp_path: Path) -> None:
     first_page: list[str | bytes] = [
         "Multi-LexSum: Real-World Summaries of Civil",
@@ -213,21 +221,18 @@ def test_titles_on_two_lines_template_names_licence_lines_and_entities(tmp_path:
         "Abstract",
         "We summarize civil rights lawsuits at three granularities.",
     ]
-    path = tmp_path / "lexsum.pdf"
-    path.write_bytes(text_pdf("Proceedings Template - WORD", [first_page]))
-    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
-    assert isinstance(doc, ParsedDocument)
-    assert doc.title == "Multi-LexSum: Real-World Summaries of Civil Rights Lawsuits at Multiple Granularities"
-    path.write_bytes(text_pdf(None, [["CiteSee: Augmenting Citations", "Joseph Chee Chang", "Allen Institute"]]))
-    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
-    assert isinstance(doc, ParsedDocument) and doc.title == "CiteSee: Augmenting Citations"  # a name is an author
+    path = tmp_path / "paper.pdf"
+    assert (
+        _pdf_title(path, "Proceedings Template - WORD", first_page)
+        == "Multi-LexSum: Real-World Summaries of Civil Rights Lawsuits at Multiple Granularities"
+    )
+    author = ["CiteSee: Augmenting Citations", "Joseph Chee Chang", "Allen Institute"]
+    assert _pdf_title(path, None, author) == "CiteSee: Augmenting Citations"  # a name is an author
     licence = "Content from this work may be used under the terms of the Creative Commons Attribution 3.0 licence"
-    path.write_bytes(text_pdf(None, [[licence, "Low-Power Strain Sensors", "We build a sensor."]]))
-    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
-    assert isinstance(doc, ParsedDocument) and doc.title == "Low-Power Strain Sensors"  # a licence line is no title
-    path.write_bytes(text_pdf("COVID&#x02010;19 vaccination", [["Some text here."]]))
-    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
-    assert isinstance(doc, ParsedDocument) and doc.title == "COVID\u201019 vaccination"  # entities are unescaped
+    lines: list[str | bytes] = [licence, "Low-Power Strain Sensors", "We build a sensor."]
+    assert _pdf_title(path, None, lines) == "Low-Power Strain Sensors"  # a licence line is no title
+    entities = _pdf_title(path, "COVID&#x02010;19 vaccination", ["Some text here."])
+    assert entities == "COVID\u201019 vaccination"  # entities are unescaped
 
 
 def test_a_filing_is_titled_by_its_registrant_and_a_generic_heading_is_no_title(tmp_path: Path) -> None:
