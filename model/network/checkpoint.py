@@ -10,6 +10,7 @@ import hashlib
 import io
 import threading
 from dataclasses import asdict, dataclass, fields
+from functools import cached_property
 from pathlib import Path
 
 import torch
@@ -33,6 +34,7 @@ class EvidenceWeights:
     redundancy: float = 0.8  # summaries: skip a sentence this similar (cosine) to one already chosen
     lexical: float = 0.0  # w_lex: BM25 of the question's words (checkpoints before 2026-12-05 have none: 0)
     min_coverage: float = 0.0  # an answer whose best passage holds less of the question's words is not confident
+    dense: float = 0.0  # w_dense: the MiniLM cosine (checkpoints before 2026-12-05's second calibration have none: 0)
 
     @classmethod
     def from_dict(cls, data: dict) -> EvidenceWeights:
@@ -85,6 +87,12 @@ class Model:
     @property
     def weights_id(self) -> str:
         return self.net.cfg.weights_id
+
+    @cached_property
+    def match_keys(self) -> torch.Tensor:
+        """(V, e) the token-match head's unit vocabulary keys, computed once (every question reads them)."""
+        with torch.no_grad():
+            return self.net.match.keys(self.net.model.embed.weight)
 
 
 _models: dict[tuple[Path, int], Model] = {}  # by (checkpoint, its mtime): loaded once per process

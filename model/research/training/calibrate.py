@@ -7,14 +7,18 @@
 (contracts, multi-document, Natural Questions, scientific papers; a hit is a passage of the question's document
 holding the answer, as ``eval qa`` counts it). QMSum val is never read: it stays the held-out check.
 
-For every question the z-scored terms of ``model.inference.qa.evidence_terms`` (match, semantic, doc, lexical; the
-read is left out: its weight stays as shipped) are computed once over its domain's corpus; each weight vector of
-the grid is then scored by recall@5 per domain. The lexical term alone is BM25 over the same passages (the same
-formula as the ``bm25`` baseline), so every row carries its BM25 reference from the same run. The chosen weights
-maximise the smallest margin over BM25 across domains, then the mean recall; leave-one-domain-out rows choose on
-the other domains and report the one left out (weights are scaled so that the largest is 1: the same ranking, the
-score on the scale the answer margin was set for). ``--write`` stores the weights chosen on all domains in the
-checkpoint (its network weights, and so its weights id, unchanged).
+Every domain is asked under two scopes: each question over its domain's whole corpus (finding the document is part
+of the task), and each over its own document alone (a user who picked the file: L-Eval's questions say "this
+contract", "the paper"). For every question the z-scored terms of ``model.inference.qa.evidence_terms`` (match,
+semantic, doc, lexical, dense; the read is left out: its weight stays as shipped) are computed once over the index
+it is asked over; each weight vector of the grid is then scored by recall@5 per domain and scope. The lexical term
+alone is BM25 over the same passages (the same formula as the ``bm25`` baseline) and the dense term alone is MiniLM
+over them, so every row carries both references from the same run. The chosen weights maximise the smallest margin
+over the better of the two across domains and scopes, then the mean recall; leave-one-domain-out rows choose on the
+other domains (both scopes of the one left out are left out) and report the one left out (weights are scaled so that
+the largest is 1: the same ranking, the score on the scale the answer margin was set for). The confidence threshold
+is set on the corpus scope (where off-topic questions are measured). ``--write`` stores the weights chosen on all
+domains in the checkpoint (its network weights, and so its weights id, unchanged).
 """
 
 from __future__ import annotations
@@ -29,21 +33,29 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.inference.lexical import coverage
-from model.inference.qa import FORMAT, CollectionIndex, Question, evidence_score, evidence_terms
+from model.inference.qa import (
+    FORMAT,
+    CollectionIndex,
+    Question,
+    evidence_score,
+    evidence_terms,
+    question_coverage,
+)
 from model.network.checkpoint import Model, load_model
 from model.research.evaluation.datasets import LEVAL_QA_SETS, read_jsonl
 from model.research.evaluation.metrics import answer_in
 from model.research.evaluation.passages import document_text
 
-TERMS = ("match", "semantic", "doc", "lexical")
+TERMS = ("match", "semantic", "doc", "lexical", "dense")
 GRID = {
     "match": (0.0, 0.25, 0.5, 0.75, 1.0),
     "semantic": (0.0, 0.125, 0.25, 0.5),
     "doc": (0.0, 0.125, 0.25, 0.5),
     "lexical": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
+    "dense": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5),
 }
 K = 5
+SCOPES = ("corpus", "document")
 
 
 @dataclass
@@ -51,9 +63,11 @@ class Domain:
     """One domain's questions: the terms over its corpus's passages and which passages are hits."""
 
     name: str
-    terms: torch.Tensor  # (Q, 4, P) z-scored terms in TERMS order
+    scope: str  # "corpus": every question over the domain's corpus; "document": each over its own document
+    terms: torch.Tensor  # (Q, 5, P) z-scored terms in TERMS order (P: the most passages a question is asked over)
     gold: torch.Tensor  # (Q, P) bool
-    index: CollectionIndex  # without stores
+    valid: torch.Tensor  # (Q, P) bool: a passage of the question's index (not padding)
+    indexes: list[CollectionIndex]  # (Q,) the index each question is asked over (without stores)
     questions: list[Question]  # (Q,) encoded
 
 
@@ -73,62 +87,91 @@ def _index(model: Model, name: str, documents: list[dict], cache: Path | None) -
     return index
 
 
-def _domain(model: Model, name: str, documents: list[dict], questions: list[dict], cache: Path | None) -> Domain:
-    texts = {d["id"]: d["text"] for d in documents}
-    index = _index(model, name, documents, cache)
+def _hits(q: dict, texts: dict[str, str], index: CollectionIndex) -> list[bool]:
+    """Which passages of ``index`` hold the question's evidence (or, without evidence, its answer)."""
     docs = [index.document_ids[int(d)] for d in index.passage_document]
     spans = index.passage_spans.tolist()
-    terms, gold, encoded = [], [], []
+    if q.get("evidence"):
+        return [
+            any(doc == e["doc"] and s < e["end"] and e["start"] < t for e in q["evidence"])
+            for doc, (s, t) in zip(docs, spans, strict=True)
+        ]
+    return [
+        doc == q["doc"] and any(answer_in(a, texts[doc][s:t]) for a in q["answers"])
+        for doc, (s, t) in zip(docs, spans, strict=True)
+    ]
+
+
+def _document_of(q: dict) -> str | None:
+    """The one document a question is about (L-Eval's ``doc``, or the document of all its evidence), else None."""
+    documents = {e["doc"] for e in q.get("evidence") or []} or {q.get("doc")}
+    return documents.pop() if len(documents) == 1 else None
+
+
+def _domain(
+    model: Model, name: str, documents: list[dict], questions: list[dict], cache: Path | None, scope: str
+) -> Domain:
+    """The domain's questions asked over its whole corpus (``scope`` "corpus") or each over its own document's index
+    ("document": the terms z-scored, the words counted, over that document's passages, as when a user picks the
+    file)."""
+    texts = {d["id"]: d["text"] for d in documents}
+    whole = _index(model, name, documents, cache)
+    parts = dict(zip(whole.document_ids, whole.split(), strict=True)) if scope == "document" else {}
+    rows: list[tuple[torch.Tensor, torch.Tensor]] = []
+    encoded, indexes = [], []
     for q in questions:
-        if q.get("evidence"):
-            hits = [
-                any(doc == e["doc"] and s < e["end"] and e["start"] < t for e in q["evidence"])
-                for doc, (s, t) in zip(docs, spans, strict=True)
-            ]
-        else:
-            hits = [
-                doc == q["doc"] and any(answer_in(a, texts[doc][s:t]) for a in q["answers"])
-                for doc, (s, t) in zip(docs, spans, strict=True)
-            ]
+        index = parts.get(_document_of(q)) if scope == "document" else whole
+        if index is None:
+            continue
+        hits = _hits(q, texts, index)
         if not any(hits):  # the answer is in no passage: no system can find it
             continue
         question = Question.encode(model, q["question"])
         t = evidence_terms(model, index, question)
-        terms.append(torch.stack([t[n] for n in TERMS]))
-        gold.append(torch.tensor(hits))
+        rows.append((torch.stack([t[n] for n in TERMS]), torch.tensor(hits)))
         encoded.append(question)
-    print(f"calibrate: {name}: {len(terms)} of {len(questions)} questions answerable", file=sys.stderr, flush=True)
-    return Domain(name, torch.stack(terms), torch.stack(gold), index, encoded)
+        indexes.append(index)
+    print(f"calibrate: {name} ({scope}): {len(rows)} of {len(questions)} questions answerable", file=sys.stderr)
+    width = max(t.shape[1] for t, _ in rows)
+    terms = torch.zeros(len(rows), len(TERMS), width)
+    gold = torch.zeros(len(rows), width, dtype=torch.bool)
+    valid = torch.zeros(len(rows), width, dtype=torch.bool)
+    for i, (t, g) in enumerate(rows):
+        terms[i, :, : t.shape[1]], gold[i, : g.shape[0]], valid[i, : g.shape[0]] = t, g, True
+    return Domain(name, scope, terms, gold, valid, indexes, encoded)
 
 
 def load_domains(model: Model, data: Path, qmsum_meetings: int, cache: Path | None) -> list[Domain]:
+    """Every domain under both scopes: QMSum train, then each L-Eval set."""
     meetings = read_jsonl(data / "qmsum_train_docs.jsonl")[:qmsum_meetings]
     kept = {m["id"] for m in meetings}
     questions = [
         q for q in read_jsonl(data / "qmsum_train_specific_questions.jsonl") if q["evidence"][0]["doc"] in kept
     ]
-    domains = [_domain(model, "qmsum-train", meetings, questions, cache)]
+    sets = [("qmsum-train", meetings, questions)]
     for name in LEVAL_QA_SETS:
-        documents = read_jsonl(data / f"leval_{name}_docs.jsonl")
-        questions = read_jsonl(data / f"leval_{name}_questions.jsonl")
-        domains.append(_domain(model, name, documents, questions, cache))
-    return domains
+        sets.append(
+            (name, read_jsonl(data / f"leval_{name}_docs.jsonl"), read_jsonl(data / f"leval_{name}_questions.jsonl"))
+        )
+    return [_domain(model, *s, cache, scope) for s in sets for scope in SCOPES]
 
 
 def confidence_threshold(model: Model, domains: list[Domain], keep: float = 0.95) -> dict[str, float]:
     """The coverage threshold below which an answer is not confident (``model.inference.lexical.coverage`` of the
-    best passage): the (1 − keep) quantile of the coverage of right first answers over every domain. Reported with
-    the share of wrong first answers and of off-topic questions (each domain's questions over the next domain's
-    corpus) that fall below it."""
+    best passage): the (1 − keep) quantile of the coverage of right first answers over every domain and scope.
+    Reported with the share of wrong first answers and of off-topic questions (each corpus domain's questions over
+    the next corpus domain's corpus) that fall below it."""
     right, wrong, off_topic = [], [], []
-    for i, d in enumerate(domains):
-        other = domains[(i + 1) % len(domains)]
-        for q, g, question in zip(d.terms, d.gold, d.questions, strict=True):
-            score = evidence_score(model, dict(zip(TERMS, q, strict=True)))
+    corpora = [d for d in domains if d.scope == "corpus"]
+    for d in domains:
+        other = corpora[(corpora.index(d) + 1) % len(corpora)] if d in corpora else None
+        for q, g, valid, index, question in zip(d.terms, d.gold, d.valid, d.indexes, d.questions, strict=True):
+            score = evidence_score(model, dict(zip(TERMS, q, strict=True))).masked_fill(~valid, float("-inf"))
             best = int(score.argmax())
-            (right if g[best] else wrong).append(coverage(d.index.passage_words, question.words, best))
-            away = evidence_score(model, evidence_terms(model, other.index, question))
-            off_topic.append(coverage(other.index.passage_words, question.words, int(away.argmax())))
+            (right if g[best] else wrong).append(question_coverage(index, question, best))
+            if other is not None:
+                away = evidence_score(model, evidence_terms(model, other.indexes[0], question))
+                off_topic.append(question_coverage(other.indexes[0], question, int(away.argmax())))
     threshold = float(np.quantile(right, 1 - keep))
     return {
         "threshold": round(threshold, 3),
@@ -139,17 +182,18 @@ def confidence_threshold(model: Model, domains: list[Domain], keep: float = 0.95
 
 
 def recall(domain: Domain, weights: torch.Tensor) -> float:
-    """Recall@5 of the score ``weights`` (4,) · terms on ``domain``."""
-    score = torch.einsum("t,qtp->qp", weights, domain.terms)
+    """Recall@5 of the score ``weights`` (5,) · terms on ``domain``."""
+    score = torch.einsum("t,qtp->qp", weights, domain.terms).masked_fill(~domain.valid, float("-inf"))
     top = score.topk(min(K, score.shape[1]), dim=1).indices
     return float(domain.gold.gather(1, top).any(1).float().mean())
 
 
-def choose(table: dict[tuple[float, ...], list[float]], bm25: list[float], use: list[int]) -> tuple[float, ...]:
-    """The weights with the largest smallest margin over BM25 on the domains ``use``, then the best mean."""
+def choose(table: dict[tuple[float, ...], list[float]], floor: list[float], use: list[int]) -> tuple[float, ...]:
+    """The weights with the largest smallest margin over ``floor`` (per domain: the better of BM25 and MiniLM) on
+    the domains ``use``, then the best mean."""
 
     def key(w: tuple[float, ...]) -> tuple[float, float]:
-        margins = [table[w][i] - bm25[i] for i in use]
+        margins = [table[w][i] - floor[i] for i in use]
         return (round(min(margins), 4), sum(table[w][i] for i in use) / len(use))
 
     return max(table, key=key)
@@ -167,21 +211,24 @@ def main(argv: list[str] | None = None) -> int:
     domains = load_domains(model, args.data, args.qmsum_meetings, args.cache)
     combos = [w for w in itertools.product(*(GRID[n] for n in TERMS)) if any(w)]
     table = {w: [recall(d, torch.tensor(w)) for d in domains] for w in combos}
-    bm25 = table[(0.0, 0.0, 0.0, 1.0)]
+    bm25, dense = table[(0.0, 0.0, 0.0, 1.0, 0.0)], table[(0.0, 0.0, 0.0, 0.0, 1.0)]
+    floor = [max(b, d) for b, d in zip(bm25, dense, strict=True)]
     shipped = model.weights
-    shipped_w = (shipped.match, shipped.semantic, shipped.doc, 0.0)
+    shipped_w = tuple(getattr(shipped, n) for n in TERMS)
     shipped_r = [recall(d, torch.tensor(shipped_w)) for d in domains]
     everything = list(range(len(domains)))
-    chosen = choose(table, bm25, everything)
+    chosen = choose(table, floor, everything)
     chosen = tuple(w / max(chosen) for w in chosen)  # the same ranking, the largest weight 1 (as match's was)
     rows = []
     for i, d in enumerate(domains):
-        held_out = choose(table, bm25, [j for j in everything if j != i])
+        held_out = choose(table, floor, [j for j in everything if domains[j].name != d.name])  # both scopes out
         rows.append(
             {
                 "domain": d.name,
+                "scope": d.scope,
                 "questions": int(d.gold.shape[0]),
                 "bm25": bm25[i],
+                "minilm": dense[i],
                 "shipped": shipped_r[i],
                 "chosen_on_all": recall(d, torch.tensor(chosen)),
                 "chosen_without_it": table[held_out][i],
@@ -189,17 +236,17 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     weights = replace(shipped, **dict(zip(TERMS, chosen, strict=True)))
-    confidence = confidence_threshold(replace(model, weights=weights), domains)
+    confidence = confidence_threshold(replace(model, weights=weights), [d for d in domains if d.scope == "corpus"])
     report = {
         "chosen": dict(zip(TERMS, chosen, strict=True)),
         "shipped": dict(zip(TERMS, shipped_w, strict=True)),
         "rows": rows,
         "confidence": confidence,
     }
-    print(f"{'domain':<20}{'Q':>5}{'BM25':>8}{'shipped':>9}{'chosen':>8}{'left out':>10}")
+    print(f"{'domain':<20}{'scope':<10}{'Q':>5}{'BM25':>8}{'MiniLM':>8}{'shipped':>9}{'chosen':>8}{'left out':>10}")
     for r in rows:
         print(
-            f"{r['domain']:<20}{r['questions']:>5}{r['bm25']:>8.3f}{r['shipped']:>9.3f}"
+            f"{r['domain']:<20}{r['scope']:<10}{r['questions']:>5}{r['bm25']:>8.3f}{r['minilm']:>8.3f}{r['shipped']:>9.3f}"
             f"{r['chosen_on_all']:>8.3f}{r['chosen_without_it']:>10.3f}"
         )
     print("chosen weights:", report["chosen"])

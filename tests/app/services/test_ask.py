@@ -167,6 +167,48 @@ def test_the_index_of_documents_is_the_concatenation_of_theirs(services: Service
     assert torch.equal(joined.passage_tokens.owner, whole.passage_tokens.owner)
 
 
+def test_splitting_an_index_gives_back_each_documents_own(services: Services) -> None:
+    from model.network.checkpoint import load_model
+
+    model = load_model()
+    entries = sorted(((d.id, d.content_hash) for d in services.library.documents("notes")), key=lambda e: e[0])
+    owns = [services.indexes.document_index(model, *entry) for entry in entries]
+    parts = CollectionIndex.concat(owns).split()
+    assert len(parts) == len(owns) > 1
+    for part, own in zip(parts, owns, strict=True):
+        assert part.document_ids == own.document_ids
+        for name in ("sentence_document", "sentence_number", "sentence_spans", "passage_first", "passage_spans"):
+            assert torch.equal(getattr(part, name), getattr(own, name)), name
+        for name in ("passage_token_spans", "document_tokens", "passage_emb", "sentence_emb", "idf", "document_emb"):
+            assert torch.equal(getattr(part, name), getattr(own, name)), name
+        for bags in ("passage_tokens", "sentence_tokens", "passage_words", "sentence_words"):
+            for field_name, value in vars(getattr(own, bags)).items():
+                assert torch.equal(getattr(getattr(part, bags), field_name), value), (bags, field_name)
+        assert part.stores == own.stores
+
+
+def test_the_dense_term_reads_minilm_embeddings_of_the_passages(services: Services) -> None:
+    from model.inference.qa import Question, evidence_terms
+    from model.network.checkpoint import load_model
+    from model.network.minilm import minilm
+
+    model = load_model()
+    entries = [("notes", d.id, d.content_hash) for d in services.library.documents("notes")]
+    index = services.indexes.index(model, entries)
+    documents = {i: services.indexes._document_text(i) for _, i, _ in entries}
+    texts = [
+        documents[int(index.document_ids[int(d)])].text[a:b]
+        for d, (a, b) in zip(index.passage_document, index.passage_spans.tolist(), strict=True)
+    ]
+    expected = torch.from_numpy(minilm().encode(texts))
+    assert index.passage_dense.dtype == torch.float16
+    torch.testing.assert_close(index.passage_dense.float(), expected, atol=2e-3, rtol=0)
+    question = Question.encode(model, "Which mammal breathes through a blowhole?")
+    dense = evidence_terms(model, index, question)["dense"]
+    best = texts[int(dense.argmax())]
+    assert "blowhole" in best, best
+
+
 def test_a_new_document_is_indexed_alone(services: Services, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     services.ask.ask(["notes"], "What do blue whales eat?")
     builds = count_builds(monkeypatch)

