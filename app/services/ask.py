@@ -34,11 +34,12 @@ from storage.metrics import MetricStore
 NO_ANSWER = "No sentence in the chosen collections matches the question."
 LOW_CONFIDENCE = (
     "No confident answer: no passage of the chosen collections holds enough of the question's words (the best holds"
-    " {held:.0%} of their weight, an answer needs {needed:.0%}). The closest passages are cited below."
+    " {held:.0%} of their weight, an answer needs {needed:.0%}) or comes close to it in meaning. The closest passages"
+    " are cited below."
 )
 NO_SHARED_WORDS = (
-    "No confident answer: no passage of the chosen collections shares more than one of the question's words."
-    " The closest passages are cited below."
+    "No confident answer: no passage of the chosen collections shares more than one of the question's words or"
+    " comes close to it in meaning. The closest passages are cited below."
 )
 
 
@@ -163,7 +164,7 @@ class IndexPoolReader:
         from model.inference.qa import (  # torch: only when the model reads (the CLI starts fast)
             Question,
             answer,
-            question_coverage,
+            is_confident,
             read,
         )
         from model.network.checkpoint import CheckpointMissing, load_model
@@ -214,9 +215,9 @@ class IndexPoolReader:
         chosen = [citations[0]]
         if len(citations) > 1 and citations[1].score >= citations[0].score - self.answer_margin:
             chosen += [citations[1]] if citations[1].text != citations[0].text else []  # a docstring seen twice
-        held = question_coverage(index, q, hits[0].passage)
+        confident, held = is_confident(model, index, q, hits[0].passage)
         timings["cite"] = _ms(citing)
-        if held < model.weights.min_coverage:
+        if not confident:
             text = LOW_CONFIDENCE.format(held=held, needed=model.weights.min_coverage) if held else NO_SHARED_WORDS
             return Answer(text, citations, self.name, timings, read=stats, confident=False)
         return Answer(_quote(chosen), citations, self.name, timings, read=stats)

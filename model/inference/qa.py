@@ -454,9 +454,23 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
 
 
 def question_coverage(index: CollectionIndex, question: Question, passage: int) -> float:
-    """The share of the question's word weight that ``passage`` holds (``model.inference.lexical.coverage``): an
-    answer whose best passage holds less than the checkpoint's ``min_coverage`` is not a confident one."""
+    """The share of the question's word weight that ``passage`` holds (``model.inference.lexical.coverage``)."""
     return coverage(index.passage_words, question.words, passage, question.frequencies(index))
+
+
+def dense_similarity(index: CollectionIndex, question: Question, passage: int) -> float:
+    """The MiniLM cosine of the question and ``passage`` (the dense term before z-scoring)."""
+    return float(index.passage_dense[passage].float() @ question.dense)
+
+
+def is_confident(model: Model, index: CollectionIndex, question: Question, passage: int) -> tuple[bool, float]:
+    """Whether an answer whose best passage is ``passage`` is a confident one, and the share of the question's word
+    weight the passage holds: confident when that share reaches the checkpoint's ``min_coverage`` or the passage's
+    MiniLM cosine reaches its ``confident_dense`` (a paraphrase shares few words; off-topic questions, measured by
+    the calibration, rarely come that close)."""
+    held = question_coverage(index, question, passage)
+    w = model.weights
+    return held >= w.min_coverage or dense_similarity(index, question, passage) >= w.confident_dense, held
 
 
 @dataclass(frozen=True)

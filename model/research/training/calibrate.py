@@ -16,8 +16,8 @@ alone is BM25 over the same passages (the same formula as the ``bm25`` baseline)
 over them, so every row carries both references from the same run. The chosen weights maximise the smallest margin
 over the better of the two across domains and scopes, then the mean recall; leave-one-domain-out rows choose on the
 other domains (both scopes of the one left out are left out) and report the one left out (weights are scaled so that
-the largest is 1: the same ranking, the score on the scale the answer margin was set for). The confidence threshold
-is set on the corpus scope (where off-topic questions are measured). ``--write`` stores the weights chosen on all
+the largest is 1: the same ranking, the score on the scale the answer margin was set for). The confidence thresholds
+(word coverage, MiniLM cosine) are set as ``confidence_threshold`` says. ``--write`` stores the weights chosen on all
 domains in the checkpoint (its network weights, and so its weights id, unchanged).
 """
 
@@ -37,6 +37,7 @@ from model.inference.qa import (
     FORMAT,
     CollectionIndex,
     Question,
+    dense_similarity,
     evidence_score,
     evidence_terms,
     question_coverage,
@@ -156,28 +157,42 @@ def load_domains(model: Model, data: Path, qmsum_meetings: int, cache: Path | No
     return [_domain(model, *s, cache, scope) for s in sets for scope in SCOPES]
 
 
-def confidence_threshold(model: Model, domains: list[Domain], keep: float = 0.95) -> dict[str, float]:
-    """The coverage threshold below which an answer is not confident (``model.inference.lexical.coverage`` of the
-    best passage): the (1 − keep) quantile of the coverage of right first answers over every domain and scope.
-    Reported with the share of wrong first answers and of off-topic questions (each corpus domain's questions over
-    the next corpus domain's corpus) that fall below it."""
-    right, wrong, off_topic = [], [], []
+def confidence_threshold(
+    model: Model, domains: list[Domain], keep: float = 0.95, off_topic_kept: float = 0.01
+) -> dict[str, float]:
+    """When an answer is not confident (``model.inference.qa.is_confident``): its best passage holds less of the
+    question's word weight than ``threshold`` — the (1 − keep) quantile of the coverage of right first answers
+    over the corpus scope — and its MiniLM cosine stays under ``dense`` — the (1 − off_topic_kept) quantile of the
+    cosine of off-topic questions' best passages (each corpus domain's questions over the next corpus domain's
+    corpus). Reported with the share of right and wrong first answers (both scopes) and of off-topic questions that
+    the rule calls not confident."""
+    right, wrong, off_topic = [], [], []  # (coverage, cosine, scope) of the best passage
     corpora = [d for d in domains if d.scope == "corpus"]
     for d in domains:
         other = corpora[(corpora.index(d) + 1) % len(corpora)] if d in corpora else None
         for q, g, valid, index, question in zip(d.terms, d.gold, d.valid, d.indexes, d.questions, strict=True):
             score = evidence_score(model, dict(zip(TERMS, q, strict=True))).masked_fill(~valid, float("-inf"))
             best = int(score.argmax())
-            (right if g[best] else wrong).append(question_coverage(index, question, best))
+            seen = (question_coverage(index, question, best), dense_similarity(index, question, best), d.scope)
+            (right if g[best] else wrong).append(seen)
             if other is not None:
-                away = evidence_score(model, evidence_terms(model, other.indexes[0], question))
-                off_topic.append(question_coverage(other.indexes[0], question, int(away.argmax())))
-    threshold = float(np.quantile(right, 1 - keep))
+                away = int(evidence_score(model, evidence_terms(model, other.indexes[0], question)).argmax())
+                off = other.indexes[0]
+                off_topic.append((question_coverage(off, question, away), dense_similarity(off, question, away), ""))
+    threshold = float(np.quantile([c for c, _, s in right if s == "corpus"], 1 - keep))
+    dense = float(np.quantile([x for _, x, _ in off_topic], 1 - off_topic_kept))
+
+    def unsure(seen: list[tuple[float, float, str]]) -> float:
+        return float(np.mean([c < threshold and x < dense for c, x, _ in seen])) if seen else float("nan")
+
     return {
         "threshold": round(threshold, 3),
-        "right_below": float(np.mean(np.asarray(right) < threshold)),
-        "wrong_below": float(np.mean(np.asarray(wrong) < threshold)) if wrong else float("nan"),
-        "off_topic_below": float(np.mean(np.asarray(off_topic) < threshold)),
+        "dense": round(dense, 3),
+        "right_below": unsure(right),
+        "right_below_by_coverage_alone": float(np.mean([c < threshold for c, _, _ in right])),
+        "wrong_below": unsure(wrong),
+        "off_topic_below": unsure(off_topic),
+        "off_topic_below_by_coverage_alone": float(np.mean([c < threshold for c, _, _ in off_topic])),
     }
 
 
@@ -236,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     weights = replace(shipped, **dict(zip(TERMS, chosen, strict=True)))
-    confidence = confidence_threshold(replace(model, weights=weights), [d for d in domains if d.scope == "corpus"])
+    confidence = confidence_threshold(replace(model, weights=weights), domains)
     report = {
         "chosen": dict(zip(TERMS, chosen, strict=True)),
         "shipped": dict(zip(TERMS, shipped_w, strict=True)),
@@ -255,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(report, indent=2))
     if args.write:
         payload = torch.load(args.write, map_location="cpu", weights_only=True)
-        weights = replace(weights, min_coverage=confidence["threshold"])
+        weights = replace(weights, min_coverage=confidence["threshold"], confident_dense=confidence["dense"])
         payload["evidence"] = asdict(weights)
         payload["meta"]["evidence_calibration"] = {"command": "python -m model.research.training.calibrate", **report}
         torch.save(payload, args.write.with_suffix(".partial"))

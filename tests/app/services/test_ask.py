@@ -311,3 +311,28 @@ def test_an_answer_below_the_calibrated_coverage_says_it_is_not_confident(
     unsure = services.ask.ask(["notes"], "Who painted the Mona Lisa?", top_k=3, reader="indexpool")
     assert not unsure.confident and unsure.answer.startswith("No confident answer")
     assert len(unsure.citations) == 3 and unsure.to_json()["confident"] is False  # the closest passages, flagged
+
+
+def test_a_paraphrase_close_in_meaning_is_confident_without_the_questions_words(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from model.network import checkpoint
+
+    load = checkpoint.load_model
+
+    def weights(min_coverage: float, confident_dense: float) -> None:
+        def loaded(path: Path | None = None) -> checkpoint.Model:
+            model = load(path)
+            ranked_by_dense = dict(match=0.0, semantic=0.0, doc=0.0, lexical=0.0, dense=1.0)
+            thresholds = dict(min_coverage=min_coverage, confident_dense=confident_dense)
+            return replace(model, weights=replace(model.weights, **ranked_by_dense, **thresholds))
+
+        monkeypatch.setattr(checkpoint, "load_model", loaded)
+
+    paraphrase = "How do these huge sea creatures get their oxygen?"  # no word of the whale passage but "the"
+    weights(0.3, 1.0)
+    assert not services.ask.ask(["notes"], paraphrase, top_k=3, reader="indexpool").confident
+    weights(0.3, 0.35)
+    sure = services.ask.ask(["notes"], paraphrase, top_k=3, reader="indexpool")
+    assert sure.confident and sure.citations[0].source == "whales.txt", sure.answer
+    assert not services.ask.ask(["notes"], "Who painted the Mona Lisa?", top_k=3, reader="indexpool").confident
