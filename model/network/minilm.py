@@ -25,7 +25,8 @@ DIM = 384
 MAX_PIECES = 256  # word pieces read of a text, [CLS] and [SEP] included
 HEADS = 12
 EPS = 1e-12
-BATCH = 32
+BATCH = 16  # texts per forward pass: larger batches run little faster and leave more memory behind
+WIDTH_STEP = 32  # a batch is padded to a multiple of this: each new shape leaves memory of its own behind
 
 
 def _fast_bfloat16() -> bool:
@@ -93,7 +94,7 @@ class MiniLM:
         order = np.argsort([len(p) for p in pieces], kind="stable")
         for start in range(0, len(order), BATCH):
             rows = order[start : start + BATCH]
-            width = max(len(pieces[i]) for i in rows)
+            width = -(-max(len(pieces[i]) for i in rows) // WIDTH_STEP) * WIDTH_STEP  # few distinct shapes
             ids = torch.zeros(len(rows), width, dtype=torch.int64)  # (B, T), 0 = [PAD]
             mask = torch.zeros(len(rows), width, dtype=torch.int64)
             for b, i in enumerate(rows):
