@@ -168,8 +168,9 @@ def confidence_threshold(
     the rule calls not confident."""
     right, wrong, off_topic = [], [], []  # (coverage, cosine, scope) of the best passage
     corpora = [d for d in domains if d.scope == "corpus"]
+    following = {id(d): corpora[(i + 1) % len(corpora)] for i, d in enumerate(corpora)}  # by identity: tensors inside
     for d in domains:
-        other = corpora[(corpora.index(d) + 1) % len(corpora)] if d in corpora else None
+        other = following.get(id(d))
         for q, g, valid, index, question in zip(d.terms, d.gold, d.valid, d.indexes, d.questions, strict=True):
             score = evidence_score(model, dict(zip(TERMS, q, strict=True))).masked_fill(~valid, float("-inf"))
             best = int(score.argmax())
