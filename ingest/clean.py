@@ -8,6 +8,7 @@ import unicodedata
 from collections import Counter
 
 from ingest.segment import heading_title
+from ingest.tables import label_rows
 
 _LIGATURES = str.maketrans(
     {
@@ -66,11 +67,12 @@ def normalize_text(text: str) -> str:
 
 
 def clean_pdf_pages(pages: list[str]) -> list[str]:
-    """Clean the raw text of each PDF page and reflow its lines into paragraphs separated by blank lines."""
+    """Clean the raw text of each PDF page and reflow its lines into paragraphs separated by blank lines; a table row
+    under a header of column labels gets its labels (``ingest.tables``) and stays a paragraph of its own."""
     lines = [_page_lines(page) for page in pages]
     repeated = _repeated_edge_lines(lines)
     vocabulary = {word.strip(_PUNCTUATION).lower() for page in lines for line in page for word in line.split()}
-    return [_reflow(_drop_edges(page, repeated), vocabulary) for page in lines]
+    return [_reflow(*label_rows(_drop_edges(page, repeated)), vocabulary) for page in lines]
 
 
 def _page_lines(page: str) -> list[str]:
@@ -112,8 +114,9 @@ def _drop_edges(page: list[str], repeated: set[str]) -> list[str]:
     return kept
 
 
-def _reflow(lines: list[str], vocabulary: set[str]) -> str:
-    """Join lines into paragraphs: undo hyphenation, break at headings, bullets and short final lines."""
+def _reflow(lines: list[str], rows: set[int], vocabulary: set[str]) -> str:
+    """Join lines into paragraphs: undo hyphenation, break at headings, bullets, short final lines and around the
+    table rows ``rows`` (line indices)."""
     if not lines:
         return ""
     lengths = sorted(len(line) for line in lines)
@@ -122,7 +125,7 @@ def _reflow(lines: list[str], vocabulary: set[str]) -> str:
     out = [lines[0]]
     for i in range(1, len(lines)):
         prev, line = lines[i - 1], lines[i]
-        if headings[i - 1] or headings[i] or _BULLET.match(line):
+        if headings[i - 1] or headings[i] or _BULLET.match(line) or i in rows or i - 1 in rows:
             separator = "\n\n"
         elif (hyphen := _HYPHENATED.search(prev)) is not None:
             if not _keep_hyphen(hyphen.group(1), line, vocabulary):

@@ -61,6 +61,7 @@ class PdfText:
     warnings: list[str] = field(default_factory=list)
     unreadable: list[int] = field(default_factory=list)  # page numbers whose text layer is glyph names
     flawed: list[int] = field(default_factory=list)  # page numbers whose words are split or fused
+    blank: list[int] = field(default_factory=list)  # page numbers with nothing on them (no text, image or drawing)
 
 
 class _Collector(logging.Handler):
@@ -98,13 +99,14 @@ def read_pdf(data: bytes, source: str, password: str | None = None) -> PdfText:
         result = _read_pypdf(data, source, password)
     except IngestError as error:
         alone = _pdfium_pages(data, password) if error.reason.startswith("damaged PDF") else None
-        if not alone or not any(page.strip() for page in alone):
+        if not alone or not any(page.strip() for page in alone[0]):
             raise
-        result = PdfText(None, alone, [f"{error.reason}; its text was read with pdfium instead"])
+        result = PdfText(None, alone[0], [f"{error.reason}; its text was read with pdfium instead"], blank=alone[1])
     else:
         other = _pdfium_pages(data, password)
-        if other is not None and len(other) == len(result.pages):
-            result.pages = _more_readable(result.pages, other)
+        if other is not None and len(other[0]) == len(result.pages):
+            result.pages = _more_readable(result.pages, other[0])
+            result.blank = other[1]
     own = frequent_words(result.pages)
     for number, text in enumerate(result.pages, start=1):
         quality = measure(text, own)
@@ -141,22 +143,25 @@ def _read_pypdf(data: bytes, source: str, password: str | None) -> PdfText:
     return result
 
 
-def _pdfium_pages(data: bytes, password: str | None) -> list[str] | None:
-    """Every page's text as pdfium extracts it, line breaks and hyphens as pypdf writes them; None when pdfium
-    cannot open the file."""
+def _pdfium_pages(data: bytes, password: str | None) -> tuple[list[str], list[int]] | None:
+    """Every page's text as pdfium extracts it, line breaks and hyphens as pypdf writes them, and the numbers of the
+    pages with no object at all (blank: not a scan); None when pdfium cannot open the file."""
     try:
         document = pdfium.PdfDocument(data, password=password)
     except pdfium.PdfiumError:
         return None
     try:
-        pages = []
+        pages, blank = [], []
         for index in range(len(document)):
             try:
-                text = document[index].get_textpage().get_text_bounded()
+                page = document[index]
+                text = page.get_textpage().get_text_bounded()
+                if next(page.get_objects(max_depth=1), None) is None:
+                    blank.append(index + 1)
             except pdfium.PdfiumError:
                 text = ""
             pages.append(text.replace("\r\n", "\n").replace("\x02", "-\n"))  # \x02: a hyphen at a line end
-        return pages
+        return pages, blank
     finally:
         document.close()
 

@@ -180,16 +180,18 @@ def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None
     for number, page_text in enumerate(cleaned, start=1):
         if number > 1:
             offset += len(_PARAGRAPH_BREAK)
-        pages.append(Page(number, offset, offset + len(page_text), needs_ocr=not any(map(str.isalnum, page_text))))
+        textless = not any(map(str.isalnum, page_text))
+        pages.append(Page(number, offset, offset + len(page_text), needs_ocr=textless and number not in raw.blank))
         offset += len(page_text)
-    empty = [page.number for page in pages if page.needs_ocr]
-    if len(empty) == len(pages):
+    if all(not any(map(str.isalnum, page_text)) for page_text in cleaned):
         # Storing an empty document would look like success; the user needs to know the file was not read.
         count = f"any of its {len(pages)} pages" if len(pages) > 1 else "its only page"
         if raw.unreadable:
             raise IngestError(source, f"no readable text on {count}: the text layer is glyph names, not words")
+        if len(raw.blank) == len(pages):
+            raise IngestError(source, f"no text on {count}: blank")
         raise IngestError(source, f"no extractable text on {count} (scanned?): needs OCR")
-    scanned = [number for number in empty if number not in raw.unreadable]
+    scanned = [page.number for page in pages if page.needs_ocr and page.number not in raw.unreadable]
     warnings = raw.warnings
     if scanned:
         verb = "have" if len(scanned) > 1 else "has"

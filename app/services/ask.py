@@ -141,7 +141,8 @@ class BM25Reader:
 
 class IndexPoolReader:
     """The trained model: citations are the best sentences of the best-scoring passages; the answer is the cited
-    sentence of the best passage, followed by the second's when its score is within ``answer_margin`` of the best."""
+    sentence of the best passage, followed by the second's when its score is within ``answer_margin`` of the best (and,
+    when the question names a document, the second is of the same document as the first)."""
 
     name = "indexpool"
 
@@ -179,7 +180,7 @@ class IndexPoolReader:
         cache = self.indexes.read_cache(model, entries, user)
         timings["index"] = _ms(indexing)
         encoding = time.perf_counter()
-        q = Question.encode(model, question)
+        q = Question.encode(model, question, index)
         timings["encode_question"] = _ms(encoding)
         reading = read(model, index, cache, q)
         for stage, ms in reading.timings_ms.items():
@@ -213,7 +214,12 @@ class IndexPoolReader:
             for s, h in zip(sentences, hits, strict=True)
         ]
         chosen = [citations[0]]
-        if len(citations) > 1 and citations[1].score >= citations[0].score - self.answer_margin:
+        same_document = len(citations) > 1 and citations[1].doc == citations[0].doc
+        if (
+            len(citations) > 1
+            and citations[1].score >= citations[0].score - self.answer_margin
+            and (same_document or not q.names_document)  # "… does Borealis have?": Borealis's figures alone
+        ):
             chosen += [citations[1]] if citations[1].text != citations[0].text else []  # a docstring seen twice
         confident, held = is_confident(model, index, q, hits[0].passage)
         timings["cite"] = _ms(citing)

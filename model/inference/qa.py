@@ -35,6 +35,7 @@ answer when :func:`is_confident` says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -43,7 +44,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model.inference.lexical import Frequencies, WordBags, bm25, coverage, question_words
+from model.inference.lexical import (
+    QUESTION_STOPWORDS,
+    Frequencies,
+    WordBags,
+    bm25,
+    coverage,
+    naming_words,
+    question_words,
+    word_ids,
+)
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
 from model.network.checkpoint import Model
@@ -55,6 +65,12 @@ FORMAT = 7  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
 MIN_SENTENCE_WORDS = 4  # a cited sentence has at least this many words, when its passage has one
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
+_ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total revenue …", "What percentage of …"
+    r"\s*(?:how (?:many|much|large|big|long|old|often)|what (?:(?:is|was|were|are) the )?(?:number|amount|total|"
+    r"percentage|share|value|size|level|rate|price|cost)s?\b|what percent)",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with its possessive ("Acme's")
 
 
 @dataclass
@@ -364,6 +380,8 @@ class Question:
     keys: torch.Tensor  # (V, e) the match head's vocabulary keys
     words: torch.Tensor  # (Q,) int64 distinct word ids, ascending (the lexical term)
     dense: torch.Tensor  # (384,) unit MiniLM embedding (the dense term)
+    asks_figure: bool = False  # "How many …": the cited sentence should quote a figure
+    names_document: bool = False  # it names a document of the index it was encoded for (:func:`without_names`)
     _counted: tuple[CollectionIndex, Frequencies] | None = field(default=None, repr=False, compare=False)
 
     def frequencies(self, index: CollectionIndex) -> Frequencies:
@@ -375,11 +393,37 @@ class Question:
 
     @classmethod
     @torch.no_grad()
-    def encode(cls, model: Model, question: str) -> Question:
-        ids = question_ids(model, question)
-        net = model.net
-        dense = torch.from_numpy(minilm().encode([question])[0])
-        return cls(ids, net.encode_question(ids), model.match_keys, question_words(question), dense)
+    def encode(cls, model: Model, question: str, index: CollectionIndex | None = None) -> Question:
+        """The question as the score reads it; over ``index``, the words that name one of its documents are left to
+        the lexical term (:func:`without_names`)."""
+        about = without_names(index, question) if index is not None else question
+        ids = question_ids(model, about)
+        dense = torch.from_numpy(minilm().encode([about])[0])
+        words = question_words(question)
+        figure = _ASKS_FIGURE.match(question) is not None
+        embedding = model.net.encode_question(ids)
+        return cls(ids, embedding, model.match_keys, words, dense, figure, about != question)
+
+
+def without_names(index: CollectionIndex, question: str) -> str:
+    """``question`` without its capitalised words (the first word aside) that name a document of ``index`` — found in
+    all of its passages' word bags, which hold its title and file name ("How many employees does Borealis have?"
+    over Borealis's 10-K) — when other words are left. Such a word says which document to read, not which passage:
+    the lexical term, whose bags hold the titles, credits every passage of the named document with it, while the
+    match, semantic and dense terms, which see only the passage's text, would favour the few passages that repeat
+    the name (the cover page, "Borealis Networks, Inc. designs …")."""
+    names = [m for m in _NAME.finditer(question) if m.start() > 0]
+    ids = torch.as_tensor(sorted({word_ids(m.group())[0] for m in names}), dtype=torch.int64)
+    if ids.numel() == 0 or not index.passages:
+        return question
+    named = ids[naming_words(index.passage_words, index.passage_document, ids)].tolist()
+    kept, at = [], 0
+    for m in names:
+        if word_ids(m.group())[0] in named:
+            kept.append(question[at : m.start()])
+            at = m.end()
+    about = " ".join("".join([*kept, question[at:]]).split())
+    return about if set(word_ids(about)) - set(word_ids(QUESTION_STOPWORDS)) else question
 
 
 def read_term(mass: torch.Tensor) -> torch.Tensor:
@@ -440,7 +484,8 @@ def read(model: Model, index: CollectionIndex, cache: ReadCache, question: Quest
 def best_sentence(model: Model, index: CollectionIndex, question: Question, passage: int) -> int:
     """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
     score's match, semantic and lexical terms over the passage's sentences (the lexical term's word frequencies
-    counted over the index's passages), among its sentences of ``MIN_SENTENCE_WORDS`` words or more if any."""
+    counted over the index's passages), among its sentences of ``MIN_SENTENCE_WORDS`` words or more if any, and when the
+    question asks for a figure ("How many employees …"), among those that quote one if any."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.ids, bags, index.idf, question.keys)
@@ -451,6 +496,10 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
     whole = index.sentence_words.lengths[first:last] >= MIN_SENTENCE_WORDS
     if whole.any():  # never a fragment ("Non-standard.", a lone heading) when the passage has a sentence
         score = score.masked_fill(~whole, float("-inf"))
+    if question.asks_figure:  # not "We also maintain employee networks." beside the head count
+        figures = torch.zeros(last - first).index_add_(0, bags.owner, model.figure_pieces[bags.token_ids].float()) > 0
+        if (figures & whole).any() or (figures.any() and not whole.any()):
+            score = score.masked_fill(~figures, float("-inf"))
     return first + int(score.argmax())
 
 
@@ -491,7 +540,7 @@ def answer(
     question's read of the index (:func:`read`), without which the read term is left out."""
     if not index.passages:
         return []
-    q = question if isinstance(question, Question) else Question.encode(model, question)
+    q = question if isinstance(question, Question) else Question.encode(model, question, index)
     score = evidence_score(model, evidence_terms(model, index, q, reading))
     best = score.topk(min(k, index.passages))
     return [

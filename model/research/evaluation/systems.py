@@ -59,7 +59,7 @@ class IndexPoolQA:
         self.cache = read_cache(self.model, self.collection, self.cache_config)
 
     def ask(self, question: str, k: int) -> Response:
-        q = Question.encode(self.model, question)
+        q = Question.encode(self.model, question, self.collection)
         hits = answer(self.model, self.collection, q, k, read(self.model, self.collection, self.cache, q))
         index = self.collection
         cited = []

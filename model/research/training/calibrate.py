@@ -127,7 +127,7 @@ def _domain(
         hits = _hits(q, texts, index)
         if not any(hits):  # the answer is in no passage: no system can find it
             continue
-        question = Question.encode(model, q["question"])
+        question = Question.encode(model, q["question"], index)
         t = evidence_terms(model, index, question)
         rows.append((torch.stack([t[n] for n in TERMS]), torch.tensor(hits)))
         encoded.append(question)

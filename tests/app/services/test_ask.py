@@ -336,3 +336,64 @@ def test_a_paraphrase_close_in_meaning_is_confident_without_the_questions_words(
     sure = services.ask.ask(["notes"], paraphrase, top_k=3, reader="indexpool")
     assert sure.confident and sure.citations[0].source == "whales.txt", sure.answer
     assert not services.ask.ask(["notes"], "Who painted the Mona Lisa?", top_k=3, reader="indexpool").confident
+
+
+FILINGS = {
+    name: [
+        f"{company} designs, manufactures and sells network equipment to customers in more than 60 countries.",
+        f"As of December 31, 2020, we had approximately {staff} full-time employees, of whom about 40 percent were"
+        " located outside the United States. We also maintain employee networks.",
+        "Our supply chain depends on a few contract manufacturers; a disruption there could delay shipments.",
+        "We face intense competition, and our competitors may have greater resources than we do.",
+    ]
+    for name, company, staff in [("borealis-10k.txt", "Borealis Networks", "3,950"), ("acme-10k.txt", "Acme", "14,300")]
+}
+
+
+def test_a_question_naming_a_company_reads_its_filing_and_quotes_the_figure(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The company's name picks its filing (the lexical term, whose bags hold the title and file name) without pulling
+    the ranking to the sentences that repeat the name; a "how many" question cites the sentence with the figure, not
+    its neighbour about "employee networks"; the answer quotes the named company's filing only."""
+    from model.network import checkpoint
+
+    load = checkpoint.load_model
+
+    def loaded(path: Path | None = None) -> checkpoint.Model:
+        model = load(path)
+        ranked = dict(match=0.0, semantic=0.0, doc=0.0, lexical=1.0, dense=1.0)
+        return replace(model, weights=replace(model.weights, **ranked, min_coverage=0.0))
+
+    monkeypatch.setattr(checkpoint, "load_model", loaded)
+    list(services.ingest.ingest_texts([parsed(s, p) for s, p in FILINGS.items()], "filings"))
+    for company, staff in [("Borealis", "3,950"), ("Acme", "14,300")]:
+        answer = services.ask.ask(["filings"], f"How many employees does {company} have?", top_k=3, reader="indexpool")
+        assert answer.citations[0].text.startswith(f"As of December 31, 2020, we had approximately {staff}"), answer
+        assert answer.citations[0].source == f"{company.lower()}-10k.txt"
+        assert answer.answer == f"{answer.citations[0].text} [1]"  # not the other company's count beside it
+
+
+def test_the_words_naming_a_document_are_left_to_the_lexical_term(checkpoint: Path) -> None:
+    """Capitalised words found in every passage of a document (its title and file name are in each passage's word
+    bag) are taken out of what the match, semantic and dense terms read, when other words are left."""
+    from model.inference.qa import Question, without_names
+    from model.network.checkpoint import load_model
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    index = CollectionIndex.build(
+        model,
+        [
+            document_text(name, "\n\n".join(paragraphs), f"{name.split('-')[0].title()} Form 10-K {name}")
+            for name, paragraphs in FILINGS.items()
+        ],
+    )
+    assert without_names(index, "How many employees does Borealis have?") == "How many employees does have?"
+    assert (
+        without_names(index, "What does Acme's filing say about suppliers?") == "What does filing say about suppliers?"
+    )
+    assert without_names(index, "Borealis?") == "Borealis?"  # nothing would be left
+    assert without_names(index, "How many Employees work there?") == "How many Employees work there?"  # not a name
+    assert Question.encode(model, "How many employees does Acme have?", index).names_document
+    assert not Question.encode(model, "How many employees are there?", index).names_document

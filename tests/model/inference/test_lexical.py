@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from tolerance import assert_close
 
-from model.inference.lexical import WordBags, bm25, coverage, question_words
+from model.inference.lexical import WordBags, bm25, coverage, naming_words, question_words
 from model.research.evaluation.baselines import BM25Index, tokenize
 
 TEXTS = [
@@ -45,3 +45,22 @@ def test_coverage_weighs_rare_words_and_ignores_one_chance_word() -> None:
     assert coverage(bags, question_words("committee capital of France"), 0) == 0  # one of several: chance
     assert coverage(bags, question_words("the committee"), 0) == 1.0  # the question's only content word
     assert coverage(bags, question_words("What is it?"), 0) == 0  # no content word
+
+
+def test_naming_words_are_in_every_passage_of_a_document() -> None:
+    """A word in every passage of a document of three or more (its title is in each bag) names that document; a word
+    in most of them, or in every passage of a document too short to tell, does not."""
+    texts = [
+        "Borealis 10-K\nWe sell routers.",
+        "Borealis 10-K\nWe had 3,950 employees.",
+        "Borealis 10-K\nOur supply chain.",
+        "Acme\nAcme sells routers.",
+        "Acme\nEmployees of Acme.",
+        "Short\nemployees",
+    ]
+    owner = torch.tensor([0, 0, 0, 1, 1, 2])
+    question = question_words("How many employees do Borealis and Acme have, and which routers?")
+    named = dict(zip(question.tolist(), naming_words(WordBags.build(texts), owner, question).tolist(), strict=True))
+    assert named[question_words("Borealis").item()] is True
+    assert named[question_words("Acme").item()] is False  # a document of two passages
+    assert named[question_words("employees").item()] is False and named[question_words("routers").item()] is False
