@@ -60,7 +60,8 @@ def column_labels(line: str) -> list[str]:
     groups of words that end alike ("First Quarter … Fourth Quarter"); [] when the line ends otherwise."""
     tokens = line.split()
     years = [i for i, token in enumerate(tokens) if _YEAR.fullmatch(token.strip(",:"))]
-    if len(years) >= 2 and years[-1] == len(tokens) - 1:
+    tail = tokens[years[0] :] if years else []
+    if len(years) >= 2 and all(_YEAR.fullmatch(t.strip(",:")) or _MONTH.fullmatch(t) for t in tail):
         starts = [max(year - 2, 0) for year in years]
         dated = all(
             year - start == 2 and all(_MONTH.fullmatch(t) for t in tokens[start:year])

@@ -43,17 +43,24 @@ def word_ids(text: str) -> list[int]:
     return [_word_id(w) for w in _WORD.findall(text.lower())]
 
 
-def naming_words(bags: WordBags, owner: torch.Tensor, question: torch.Tensor, min_spans: int = 3) -> torch.Tensor:
-    """Which of the question's distinct word ids (Q,) are found in every span of some group of ``min_spans`` or more
+def held_everywhere(bags: WordBags, owner: torch.Tensor, question: torch.Tensor, min_spans: int = 3) -> torch.Tensor:
+    """Which of the question's distinct word ids (Q,) are found in every span of each group of ``min_spans`` or more
     spans (``owner``: (P,) the group of each span, ascending: the passages of one document, whose bags hold its title
-    and file name).  → (Q,) bool"""
+    and file name).  → (Q, G) bool"""
+    share = held_share(bags, owner, question)
+    sizes = torch.zeros(share.shape[1]).index_add_(0, owner, torch.ones(owner.shape[0]))
+    return (share == 1) & (sizes >= min_spans)
+
+
+def held_share(bags: WordBags, owner: torch.Tensor, question: torch.Tensor) -> torch.Tensor:
+    """The share of each group's spans (``owner``: (P,) the group of each span) that hold each of the question's
+    distinct word ids (Q,).  → (Q, G)"""
     groups = int(owner[-1]) + 1 if owner.numel() else 0
     sizes = torch.zeros(groups).index_add_(0, owner, torch.ones(owner.shape[0]))
     present = torch.isin(bags.ids, question)
     cell = torch.searchsorted(question, bags.ids[present]) * groups + owner[bags.owner[present]]
     held = torch.zeros(question.shape[0] * groups).index_add_(0, cell, torch.ones(cell.shape[0]))
-    everywhere = (held.view(question.shape[0], groups) == sizes) & (sizes >= min_spans)
-    return everywhere.any(dim=1)
+    return held.view(question.shape[0], groups) / sizes.clamp_min(1)
 
 
 def question_words(question: str) -> torch.Tensor:

@@ -50,7 +50,8 @@ from model.inference.lexical import (
     WordBags,
     bm25,
     coverage,
-    naming_words,
+    held_everywhere,
+    held_share,
     question_words,
     word_ids,
 )
@@ -70,6 +71,7 @@ _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total reve
     r"percentage|share|value|size|level|rate|price|cost)s?\b|what percent)",
     re.IGNORECASE,
 )
+MAX_NAME_SHARE = 0.25  # a document's name, not its topic: in fewer than this share of the document's own sentences
 _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with its possessive ("Acme's")
 
 
@@ -411,12 +413,15 @@ def without_names(index: CollectionIndex, question: str) -> str:
     over Borealis's 10-K) — when other words are left. Such a word says which document to read, not which passage:
     the lexical term, whose bags hold the titles, credits every passage of the named document with it, while the
     match, semantic and dense terms, which see only the passage's text, would favour the few passages that repeat
-    the name (the cover page, "Borealis Networks, Inc. designs …")."""
+    the name (the cover page, "Borealis Networks, Inc. designs …"). A word that the document's own sentences use
+    often (``MAX_NAME_SHARE``: "JSON" in the json module's documentation) is its topic and stays."""
     names = [m for m in _NAME.finditer(question) if m.start() > 0]
     ids = torch.as_tensor(sorted({word_ids(m.group())[0] for m in names}), dtype=torch.int64)
     if ids.numel() == 0 or not index.passages:
         return question
-    named = ids[naming_words(index.passage_words, index.passage_document, ids)].tolist()
+    everywhere = held_everywhere(index.passage_words, index.passage_document, ids)  # (Q, D)
+    in_text = held_share(index.sentence_words, index.sentence_document, ids)  # (Q, D): the text, without the title
+    named = ids[(everywhere & (in_text < MAX_NAME_SHARE)).any(dim=1)].tolist()
     kept, at = [], 0
     for m in names:
         if word_ids(m.group())[0] in named:

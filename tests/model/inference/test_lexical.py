@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from tolerance import assert_close
 
-from model.inference.lexical import WordBags, bm25, coverage, naming_words, question_words
+from model.inference.lexical import WordBags, bm25, coverage, held_everywhere, held_share, question_words
 from model.research.evaluation.baselines import BM25Index, tokenize
 
 TEXTS = [
@@ -47,9 +47,9 @@ def test_coverage_weighs_rare_words_and_ignores_one_chance_word() -> None:
     assert coverage(bags, question_words("What is it?"), 0) == 0  # no content word
 
 
-def test_naming_words_are_in_every_passage_of_a_document() -> None:
-    """A word in every passage of a document of three or more (its title is in each bag) names that document; a word
-    in most of them, or in every passage of a document too short to tell, does not."""
+def test_words_held_in_every_passage_of_a_document_and_their_share() -> None:
+    """A word in every passage of a document of three or more (its title is in each bag) is held everywhere; a word
+    in most of them, or in every passage of a document too short to tell, is not."""
     texts = [
         "Borealis 10-K\nWe sell routers.",
         "Borealis 10-K\nWe had 3,950 employees.",
@@ -59,8 +59,11 @@ def test_naming_words_are_in_every_passage_of_a_document() -> None:
         "Short\nemployees",
     ]
     owner = torch.tensor([0, 0, 0, 1, 1, 2])
-    question = question_words("How many employees do Borealis and Acme have, and which routers?")
-    named = dict(zip(question.tolist(), naming_words(WordBags.build(texts), owner, question).tolist(), strict=True))
-    assert named[question_words("Borealis").item()] is True
-    assert named[question_words("Acme").item()] is False  # a document of two passages
-    assert named[question_words("employees").item()] is False and named[question_words("routers").item()] is False
+    question = question_words("Borealis Acme employees routers")  # ascending ids
+    bags = WordBags.build(texts)
+    row = {word: int(torch.searchsorted(question, question_words(word))) for word in ["borealis", "acme", "employees"]}
+    everywhere = held_everywhere(bags, owner, question)
+    assert everywhere.shape == (4, 3) and everywhere[row["borealis"]].tolist() == [True, False, False]
+    assert not everywhere[row["acme"]].any() and not everywhere[row["employees"]].any()
+    share = held_share(bags, owner, question)
+    assert_close(share[row["employees"]], torch.tensor([1 / 3, 1 / 2, 1.0]), "float32")
