@@ -48,8 +48,7 @@ def held_everywhere(bags: WordBags, owner: torch.Tensor, question: torch.Tensor,
     spans (``owner``: (P,) the group of each span, ascending: the passages of one document, whose bags hold its title
     and file name).  → (Q, G) bool"""
     share = held_share(bags, owner, question)
-    sizes = torch.zeros(share.shape[1]).index_add_(0, owner, torch.ones(owner.shape[0]))
-    return (share == 1) & (sizes >= min_spans)
+    return (share == 1) & (torch.bincount(owner, minlength=share.shape[1]) >= min_spans)
 
 
 def held_share(bags: WordBags, owner: torch.Tensor, question: torch.Tensor) -> torch.Tensor:
@@ -129,7 +128,8 @@ QUESTION_STOPWORDS = (
 
 
 @cache
-def _stopword_ids() -> torch.Tensor:
+def stopword_ids() -> torch.Tensor:
+    """(W,) int64 the word ids of ``QUESTION_STOPWORDS``, ascending."""
     return torch.as_tensor(sorted(set(word_ids(QUESTION_STOPWORDS))), dtype=torch.int64)
 
 
@@ -160,7 +160,7 @@ def coverage(bags: WordBags, question: torch.Tensor, span: int, frequencies: Fre
     question's several such words holds none of their weight (one shared word is chance: "the capital of France"
     over papers that mention capitalisation). 0 for a question without such words."""
     f = frequencies or Frequencies.over(bags, question)
-    content = ~torch.isin(question, _stopword_ids())
+    content = ~torch.isin(question, stopword_ids())
     if not content.any():
         return 0.0
     df = f.df[content].clamp_max(f.spans / 2)

@@ -45,7 +45,6 @@ import torch
 import torch.nn.functional as F
 
 from model.inference.lexical import (
-    QUESTION_STOPWORDS,
     Frequencies,
     WordBags,
     bm25,
@@ -53,6 +52,7 @@ from model.inference.lexical import (
     held_everywhere,
     held_share,
     question_words,
+    stopword_ids,
     word_ids,
 )
 from model.inference.passages import DocumentText, pack_passages
@@ -71,7 +71,7 @@ _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total reve
     r"percentage|share|value|size|level|rate|price|cost)s?\b|what percent)",
     re.IGNORECASE,
 )
-MAX_NAME_SHARE = 0.25  # a document's name, not its topic: in fewer than this share of the document's own sentences
+MAX_NAME_SHARE = 0.05  # a name, not a topic: in under this share of its document's own sentences (S2ORC: 12 %)
 _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with its possessive ("Acme's")
 
 
@@ -414,7 +414,8 @@ def without_names(index: CollectionIndex, question: str) -> str:
     the lexical term, whose bags hold the titles, credits every passage of the named document with it, while the
     match, semantic and dense terms, which see only the passage's text, would favour the few passages that repeat
     the name (the cover page, "Borealis Networks, Inc. designs …"). A word that the document's own sentences use
-    often (``MAX_NAME_SHARE``: "JSON" in the json module's documentation) is its topic and stays."""
+    more often (``MAX_NAME_SHARE``: "S2ORC" in the S2ORC paper, "JSON" in the json module's documentation) is its
+    topic, which an answer sentence names ("S2ORC contains three times more full text papers …"), and stays."""
     names = [m for m in _NAME.finditer(question) if m.start() > 0]
     ids = torch.as_tensor(sorted({word_ids(m.group())[0] for m in names}), dtype=torch.int64)
     if ids.numel() == 0 or not index.passages:
@@ -428,7 +429,7 @@ def without_names(index: CollectionIndex, question: str) -> str:
             kept.append(question[at : m.start()])
             at = m.end()
     about = " ".join("".join([*kept, question[at:]]).split())
-    return about if set(word_ids(about)) - set(word_ids(QUESTION_STOPWORDS)) else question
+    return about if not torch.isin(question_words(about), stopword_ids()).all() else question
 
 
 def read_term(mass: torch.Tensor) -> torch.Tensor:

@@ -338,6 +338,10 @@ def test_a_paraphrase_close_in_meaning_is_confident_without_the_questions_words(
     assert not services.ask.ask(["notes"], "Who painted the Mona Lisa?", top_k=3, reader="indexpool").confident
 
 
+RISKS = [
+    " ".join(f"Risk {i}.{j}: {topic} could change, and our results of operations could suffer." for j in range(4))
+    for i, topic in enumerate(["Demand", "Tax law", "Exchange rates", "Interest rates", "Regulation"])
+]
 FILINGS = {
     name: [
         f"{company} designs, manufactures and sells network equipment to customers in more than 60 countries.",
@@ -345,6 +349,7 @@ FILINGS = {
         " located outside the United States. We also maintain employee networks.",
         "Our supply chain depends on a few contract manufacturers; a disruption there could delay shipments.",
         "We face intense competition, and our competitors may have greater resources than we do.",
+        *RISKS,  # a filing's own sentences seldom name the company (it says "we"): 1 of 25 here
     ]
     for name, company, staff in [("borealis-10k.txt", "Borealis Networks", "3,950"), ("acme-10k.txt", "Acme", "14,300")]
 }
@@ -376,7 +381,8 @@ def test_a_question_naming_a_company_reads_its_filing_and_quotes_the_figure(
 
 def test_the_words_naming_a_document_are_left_to_the_lexical_term(checkpoint: Path) -> None:
     """Capitalised words found in every passage of a document (its title and file name are in each passage's word
-    bag) are taken out of what the match, semantic and dense terms read, when other words are left."""
+    bag) and in few of its own sentences are taken out of what the match, semantic and dense terms read, when other
+    words are left; a name its sentences use more often is the document's topic, and stays."""
     from model.inference.qa import Question, without_names
     from model.network.checkpoint import load_model
     from model.research.evaluation.passages import document_text
@@ -395,5 +401,8 @@ def test_the_words_naming_a_document_are_left_to_the_lexical_term(checkpoint: Pa
     )
     assert without_names(index, "Borealis?") == "Borealis?"  # nothing would be left
     assert without_names(index, "How many Employees work there?") == "How many Employees work there?"  # not a name
+    topic = ["S2ORC is a corpus of papers.", "S2ORC contains 81.1M papers.", *RISKS]  # named in 2 of 22 sentences
+    corpus = CollectionIndex.build(model, [document_text("s2orc", "\n\n".join(topic), "S2ORC: a corpus s2orc.pdf")])
+    assert without_names(corpus, "How many papers does S2ORC contain?") == "How many papers does S2ORC contain?"
     assert Question.encode(model, "How many employees does Acme have?", index).names_document
     assert not Question.encode(model, "How many employees are there?", index).names_document
