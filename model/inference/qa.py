@@ -24,13 +24,16 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
                (``model.inference.lexical``)
     dense      cos(M_q, M_p)               all-MiniLM-L6-v2 embeddings of the question and of p's text
                (``model.network.minilm``: pretrained, from its PyPI package)
+    sentence   max over p's sentences s of cos(M_q, M_s): the one sentence that answers, which a 200-word passage's
+               embedding dilutes; M_s is the mean of MiniLM's states of s's word pieces in the pass that embeds p
+               (late chunking: no second pass, and s is read in its context), computed when the document is indexed
 
-``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical + w_dense · dense`` with
-the checkpoint's :class:`EvidenceWeights` (``model.research.training.calibrate``: fitted on the development domains,
-each question over its set's corpus and over its own document). The answer cites, for each of the best k passages,
-the sentence that best answers the question (the match, semantic and lexical terms over the passage's sentences): a
-sentence of the library, named by its document and its index among the document's sentences; it is a confident
-answer when :func:`is_confident` says so.
+``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical + w_dense · dense
++ w_sent · sentence`` with the checkpoint's :class:`EvidenceWeights` (``model.research.training.calibrate``: fitted
+on the development domains, each question over its set's corpus and over its own document). The answer cites, for
+each of the best k passages, the sentence that best answers the question (the match, semantic, lexical and sentence
+terms over the passage's sentences): a sentence of the library, named by its document and its index among the
+document's sentences; it is a confident answer when :func:`is_confident` says so.
 """
 
 from __future__ import annotations
@@ -59,10 +62,11 @@ from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
 from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
+from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 7  # of the arrays; arrays of another format are rebuilt
+FORMAT = 8  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
 MIN_SENTENCE_WORDS = 4  # a cited sentence has at least this many words, when its passage has one
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -139,6 +143,7 @@ class CollectionIndex:
     passage_emb: torch.Tensor  # (P, e) unit
     sentence_emb: torch.Tensor  # (S, e) unit
     passage_dense: torch.Tensor  # (P, 384) float16 unit MiniLM embeddings of the passages' text
+    sentence_dense: torch.Tensor  # (S, 384) float16 unit MiniLM embeddings of the sentences, read in their passage
     passage_tokens: TokenBags
     sentence_tokens: TokenBags
     passage_words: WordBags  # the lexical term's word counts
@@ -185,6 +190,13 @@ class CollectionIndex:
         means = encode_spans(net, ids, np.concatenate([p_tokens, s_tokens]), state)  # (P + S, d)
         n = len(document.sentences)
         sentence_texts = [document.sentence_text(i) for i in range(n)]
+        passage_dense, sentence_dense = minilm().encode_with_parts(  # each sentence read within its passage
+            [document.text[a:b] for a, b in passages.spans],
+            [
+                [(int(document.sentences[i, 0]) - a, int(document.sentences[i, 1]) - a) for i in range(f, z)]
+                for (a, _), f, z in zip(passages.spans.tolist(), passages.first[:-1], passages.first[1:], strict=True)
+            ],
+        )
         empty = torch.zeros(0, net.cfg.d_model)
         return cls(
             weights_id=net.cfg.weights_id,
@@ -196,7 +208,10 @@ class CollectionIndex:
             passage_spans=_int(passages.spans, 2),
             passage_emb=net.evidence.embed_spans(torch.cat([means[: len(p_tokens)], empty])),
             sentence_emb=net.evidence.embed_spans(torch.cat([means[len(p_tokens) :], empty])),
-            passage_dense=torch.from_numpy(minilm().encode([document.text[a:b] for a, b in passages.spans])).half(),
+            passage_dense=torch.from_numpy(passage_dense).half(),
+            sentence_dense=torch.from_numpy(
+                np.concatenate([np.zeros((0, DENSE_DIM), np.float32), *sentence_dense])
+            ).half(),
             passage_tokens=TokenBags.build([ids[a:b] for a, b in p_tokens]),
             sentence_tokens=TokenBags.build(tokenizer.encode_batch(sentence_texts)),
             passage_words=WordBags.build([f"{document.title}\n{document.text[a:b]}" for a, b in passages.spans]),
@@ -233,6 +248,7 @@ class CollectionIndex:
             passage_emb=torch.cat([p.passage_emb for p in parts]),
             sentence_emb=torch.cat([p.sentence_emb for p in parts]),
             passage_dense=torch.cat([p.passage_dense for p in parts]),
+            sentence_dense=torch.cat([p.sentence_dense for p in parts]),
             passage_tokens=TokenBags.concat([p.passage_tokens for p in parts]),
             sentence_tokens=TokenBags.concat([p.sentence_tokens for p in parts]),
             passage_words=WordBags.concat([p.passage_words for p in parts]),
@@ -264,6 +280,7 @@ class CollectionIndex:
                     passage_emb=self.passage_emb[p0:p1],
                     sentence_emb=self.sentence_emb[s0:s1],
                     passage_dense=self.passage_dense[p0:p1],
+                    sentence_dense=self.sentence_dense[s0:s1],
                     passage_tokens=self.passage_tokens.slice(p0, p1),
                     sentence_tokens=self.sentence_tokens.slice(s0, s1),
                     passage_words=self.passage_words.slice(p0, p1),
@@ -341,7 +358,7 @@ INT_ARRAYS = (
     "passage_token_spans",
     "document_tokens",
 )
-FLOAT_ARRAYS = ("passage_emb", "sentence_emb", "passage_dense")
+FLOAT_ARRAYS = ("passage_emb", "sentence_emb", "passage_dense", "sentence_dense")
 
 
 def _int(values: np.ndarray, width: int = 0) -> torch.Tensor:
@@ -442,7 +459,7 @@ def evidence_terms(
     model: Model, index: CollectionIndex, question: Question, read: ReadResult | None = None
 ) -> dict[str, torch.Tensor]:
     """The z-scored terms of the evidence score of every passage.
-    → {"match", "semantic", "doc", "lexical", "dense"[, "read"]}: (P,)"""
+    → {"match", "semantic", "doc", "lexical", "dense", "sentence"[, "read"]}: (P,)"""
     net = model.net
     match = match_scores(net, question.ids, index.passage_tokens, index.idf, question.keys)
     documents = index.passage_document
@@ -451,18 +468,32 @@ def evidence_terms(
         "semantic": _zscore(index.passage_emb @ question.embedding),
         "doc": _zscore(index.document_emb[documents] @ question.embedding),
         "lexical": _zscore(bm25(index.passage_words, question.words, question.frequencies(index))),
-        "dense": _zscore(index.passage_dense.float() @ question.dense),
+        "dense": _zscore(cosines(index.passage_dense, question.dense)),
+        "sentence": _zscore(best_of_passage(index, cosines(index.sentence_dense, question.dense))),
     }
     if read is not None:
         terms["read"] = read_term(read.mass)
     return terms
 
 
+def cosines(vectors: torch.Tensor, query: torch.Tensor, rows: int = 8192) -> torch.Tensor:
+    """float32 dot products of float16 unit ``vectors`` (N, e) with ``query`` (e,), a block of rows at a time (a
+    1M-token collection's sentences in float32 at once would be some 70 MB more per question).  → (N,)"""
+    return torch.cat([torch.zeros(0), *(block.float() @ query for block in vectors.split(rows))])
+
+
+def best_of_passage(index: CollectionIndex, values: torch.Tensor) -> torch.Tensor:
+    """The largest of the values of each passage's sentences.  (S,) → (P,)"""
+    first = index.passage_first
+    owner = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) passage of each
+    return torch.full((index.passages,), float("-inf")).scatter_reduce(0, owner, values, "amax")
+
+
 def evidence_score(model: Model, terms: dict[str, torch.Tensor]) -> torch.Tensor:
     """The evidence score from the terms of :func:`evidence_terms` (a missing read term counts 0).  → (P,)"""
     w = model.weights
     score = w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
-    score = score + w.lexical * terms["lexical"] + w.dense * terms["dense"]
+    score = score + w.lexical * terms["lexical"] + w.dense * terms["dense"] + w.sentence * terms["sentence"]
     return score + w.read * terms["read"] if "read" in terms else score
 
 
@@ -489,16 +520,18 @@ def read(model: Model, index: CollectionIndex, cache: ReadCache, question: Quest
 @torch.no_grad()
 def best_sentence(model: Model, index: CollectionIndex, question: Question, passage: int) -> int:
     """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
-    score's match, semantic and lexical terms over the passage's sentences (the lexical term's word frequencies
-    counted over the index's passages), among its sentences of ``MIN_SENTENCE_WORDS`` words or more if any, and when the
-    question asks for a figure ("How many employees …"), among those that quote one if any."""
+    score's match, semantic, lexical and sentence terms over the passage's sentences (the lexical term's word
+    frequencies counted over the index's passages), among its sentences of ``MIN_SENTENCE_WORDS`` words or more if
+    any, and when the question asks for a figure ("How many employees …"), among those that quote one if any."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.ids, bags, index.idf, question.keys)
     semantic = index.sentence_emb[first:last] @ question.embedding
     lexical = bm25(index.sentence_words.slice(first, last), question.words, question.frequencies(index))
+    dense = index.sentence_dense[first:last].float() @ question.dense
     w = model.weights
     score = w.match * _zscore(match) + w.semantic * _zscore(semantic) + w.lexical * _zscore(lexical)
+    score = score + w.sentence * _zscore(dense)
     whole = index.sentence_words.lengths[first:last] >= MIN_SENTENCE_WORDS
     if whole.any():  # never a fragment ("Non-standard.", a lone heading) when the passage has a sentence
         score = score.masked_fill(~whole, float("-inf"))

@@ -36,6 +36,7 @@ class EvidenceWeights:
     min_coverage: float = 0.0  # an answer whose best passage holds less of the question's words is not confident
     dense: float = 0.0  # w_dense: the MiniLM cosine (checkpoints before 2026-12-05's second calibration have none: 0)
     confident_dense: float = 1.0  # an answer whose best passage's MiniLM cosine reaches this is confident all the same
+    sentence: float = 0.0  # w_sent: the best MiniLM cosine of a passage's sentences (before 2026-12-05's third: 0)
 
     @classmethod
     def from_dict(cls, data: dict) -> EvidenceWeights:

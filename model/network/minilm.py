@@ -67,8 +67,8 @@ class MiniLM:
         return F.linear(x, self.weights[f"{name}.weight"], self.weights[f"{name}.bias"])
 
     @torch.inference_mode()
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Word-piece ids and their mask (B, T) → unit sentence embeddings (B, 384)."""
+    def states(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Word-piece ids and their mask (B, T) → last-layer states (B, T, 384) float32."""
         w = self.weights
         b, t = ids.shape
         x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:t]
@@ -84,14 +84,30 @@ class MiniLM:
             x = self._layer_norm(x + self._linear(a, f"{p}.attention.output.dense"), f"{p}.attention.output")
             h = F.gelu(self._linear(x, f"{p}.intermediate.dense"))  # (B, T, 1536)
             x = self._layer_norm(x + self._linear(h, f"{p}.output.dense"), f"{p}.output")
-        x, m = x.float(), mask[..., None].float()  # (B, T, 384), (B, T, 1)
-        return F.normalize((x * m).sum(1) / m.sum(1).clamp_min(1), dim=-1)
+        return x.float()
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Word-piece ids and their mask (B, T) → unit sentence embeddings (B, 384)."""
+        m = mask[..., None].float()  # (B, T, 1)
+        return F.normalize((self.states(ids, mask) * m).sum(1) / m.sum(1).clamp_min(1), dim=-1)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit embeddings of ``texts``, in order, batched by length.  → (N, 384) float32"""
+        return self.encode_with_parts(texts, [[] for _ in texts])[0]
+
+    def encode_with_parts(
+        self, texts: Sequence[str], parts: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Unit embeddings of ``texts`` (N, 384), and of each text's ``parts`` (character spans [start, end) of it,
+        a passage's sentences) from the same pass: the mean of the last-layer states of the word pieces that start
+        in the part ("late chunking": a sentence read in its passage's context). A part past the pieces read
+        (``MAX_PIECES``) is encoded as a text of its own.  → (N, 384), [(len(parts[i]), 384)] float32"""
         out = np.zeros((len(texts), DIM), dtype=np.float32)
-        pieces = [e.ids for e in self.tokenizer.encode_batch(list(texts))] if texts else []
+        part_out = [np.zeros((len(p), DIM), dtype=np.float32) for p in parts]
+        encodings = self.tokenizer.encode_batch(list(texts)) if texts else []
+        pieces = [e.ids for e in encodings]
         order = np.argsort([len(p) for p in pieces], kind="stable")
+        unread: list[tuple[int, int]] = []  # (text, part) of the parts no piece of which was read
         for start in range(0, len(order), BATCH):
             rows = order[start : start + BATCH]
             width = -(-max(len(pieces[i]) for i in rows) // WIDTH_STEP) * WIDTH_STEP  # few distinct shapes
@@ -100,8 +116,26 @@ class MiniLM:
             for b, i in enumerate(rows):
                 ids[b, : len(pieces[i])], mask[b, : len(pieces[i])] = torch.tensor(pieces[i]), 1
             with torch.autocast("cpu", torch.bfloat16, enabled=BFLOAT16):
-                out[rows] = self.forward(ids, mask).numpy()
-        return out
+                states = self.states(ids, mask)  # (B, T, 384)
+            m = mask[..., None].float()
+            out[rows] = F.normalize((states * m).sum(1) / m.sum(1).clamp_min(1), dim=-1).numpy()
+            for b, i in enumerate(rows):
+                if not len(parts[i]):
+                    continue
+                offsets = np.array(encodings[i].offsets, dtype=np.int64).reshape(-1, 2)  # (T_i, 2)
+                real = offsets[:, 1] > offsets[:, 0]  # [CLS] and [SEP] have empty offsets
+                for j, (a, z) in enumerate(parts[i]):
+                    inside = np.flatnonzero(real & (offsets[:, 0] >= a) & (offsets[:, 0] < z))
+                    if not len(inside):
+                        unread.append((i, j))
+                        continue
+                    mean = states[b, torch.from_numpy(inside)].mean(0)
+                    part_out[i][j] = F.normalize(mean, dim=-1).numpy()
+        if unread:
+            alone = self.encode([texts[i][parts[i][j][0] : parts[i][j][1]] for i, j in unread])
+            for (i, j), vector in zip(unread, alone, strict=True):
+                part_out[i][j] = vector
+        return out, part_out
 
 
 _loaded: list[MiniLM] = []

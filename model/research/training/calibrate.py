@@ -10,8 +10,8 @@ holding the answer, as ``eval qa`` counts it). QMSum val is never read: it stays
 Every domain is asked under two scopes: each question over its domain's whole corpus (finding the document is part
 of the task), and each over its own document alone (a user who picked the file: L-Eval's questions say "this
 contract", "the paper"). For every question the z-scored terms of ``model.inference.qa.evidence_terms`` (match,
-semantic, doc, lexical, dense; the read is left out: its weight stays as shipped) are computed once over the index
-it is asked over; each weight vector of the grid is then scored by recall@5 per domain and scope. The lexical term
+semantic, doc, lexical, dense, sentence; the read is left out: its weight stays as shipped) are computed once over the
+index it is asked over; each weight vector of the grid is then scored by recall@5 per domain and scope. The lexical term
 alone is BM25 over the same passages (the same formula as the ``bm25`` baseline) and the dense term alone is MiniLM
 over them, so every row carries both references from the same run. The chosen weights maximise the smallest margin
 over the better of the two across domains and scopes, then the mean recall; leave-one-domain-out rows choose on the
@@ -47,13 +47,14 @@ from model.research.evaluation.datasets import LEVAL_QA_SETS, read_jsonl
 from model.research.evaluation.metrics import answer_in
 from model.research.evaluation.passages import document_text
 
-TERMS = ("match", "semantic", "doc", "lexical", "dense")
+TERMS = ("match", "semantic", "doc", "lexical", "dense", "sentence")
 GRID = {
     "match": (0.0, 0.25, 0.5, 0.75, 1.0),
     "semantic": (0.0, 0.125, 0.25, 0.5),
     "doc": (0.0, 0.125, 0.25, 0.5),
     "lexical": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
     "dense": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5),
+    "sentence": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5),
 }
 K = 5
 SCOPES = ("corpus", "document")
@@ -65,7 +66,7 @@ class Domain:
 
     name: str
     scope: str  # "corpus": every question over the domain's corpus; "document": each over its own document
-    terms: torch.Tensor  # (Q, 5, P) z-scored terms in TERMS order (P: the most passages a question is asked over)
+    terms: torch.Tensor  # (Q, T, P) z-scored terms in TERMS order (P: the most passages a question is asked over)
     gold: torch.Tensor  # (Q, P) bool
     valid: torch.Tensor  # (Q, P) bool: a passage of the question's index (not padding)
     indexes: list[CollectionIndex]  # (Q,) the index each question is asked over (without stores)
@@ -198,7 +199,7 @@ def confidence_threshold(
 
 
 def recall(domain: Domain, weights: torch.Tensor) -> float:
-    """Recall@5 of the score ``weights`` (5,) · terms on ``domain``."""
+    """Recall@5 of the score ``weights`` (T,) · terms on ``domain``."""
     score = torch.einsum("t,qtp->qp", weights, domain.terms).masked_fill(~domain.valid, float("-inf"))
     top = score.topk(min(K, score.shape[1]), dim=1).indices
     return float(domain.gold.gather(1, top).any(1).float().mean())
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     domains = load_domains(model, args.data, args.qmsum_meetings, args.cache)
     combos = [w for w in itertools.product(*(GRID[n] for n in TERMS)) if any(w)]
     table = {w: [recall(d, torch.tensor(w)) for d in domains] for w in combos}
-    bm25, dense = table[(0.0, 0.0, 0.0, 1.0, 0.0)], table[(0.0, 0.0, 0.0, 0.0, 1.0)]
+    bm25, dense = (table[tuple(float(n == name) for n in TERMS)] for name in ("lexical", "dense"))
     floor = [max(b, d) for b, d in zip(bm25, dense, strict=True)]
     shipped = model.weights
     shipped_w = tuple(getattr(shipped, n) for n in TERMS)

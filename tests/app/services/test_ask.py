@@ -179,7 +179,7 @@ def test_splitting_an_index_gives_back_each_documents_own(services: Services) ->
         assert part.document_ids == own.document_ids
         for name in ("sentence_document", "sentence_number", "sentence_spans", "passage_first", "passage_spans"):
             assert torch.equal(getattr(part, name), getattr(own, name)), name
-        for name in ("passage_token_spans", "document_tokens", "passage_emb", "sentence_emb", "idf", "document_emb"):
+        for name in ("passage_token_spans", "document_tokens", "passage_emb", "sentence_emb", "sentence_dense", "idf"):
             assert torch.equal(getattr(part, name), getattr(own, name)), name
         for bags in ("passage_tokens", "sentence_tokens", "passage_words", "sentence_words"):
             for field_name, value in vars(getattr(own, bags)).items():
@@ -207,6 +207,31 @@ def test_the_dense_term_reads_minilm_embeddings_of_the_passages(services: Servic
     dense = evidence_terms(model, index, question)["dense"]
     best = texts[int(dense.argmax())]
     assert "blowhole" in best, best
+
+
+def test_the_sentence_term_is_the_best_minilm_cosine_of_a_passage_s_sentences(services: Services) -> None:
+    from model.inference.qa import Question, evidence_terms
+    from model.network.checkpoint import load_model
+    from model.network.minilm import minilm
+
+    model = load_model()
+    entries = [("notes", d.id, d.content_hash) for d in services.library.documents("notes")]
+    index = services.indexes.index(model, entries)
+    documents = {i: services.indexes._document_text(i) for _, i, _ in entries}
+    texts = [
+        documents[int(index.document_ids[int(d)])].text[a:b]
+        for d, (a, b) in zip(index.sentence_document, index.sentence_spans.tolist(), strict=True)
+    ]
+    assert index.sentence_dense.dtype == torch.float16
+    alone = torch.from_numpy(minilm().encode(texts))  # each sentence by itself; the index reads it in its passage
+    assert torch.equal((index.sentence_dense.float() @ alone.T).argmax(1), torch.arange(len(texts)))
+    question = Question.encode(model, "Which animal feeds on krill?")
+    cosine = index.sentence_dense.float() @ question.dense
+    first = index.passage_first.tolist()
+    best = torch.stack([cosine[a:b].max() for a, b in zip(first, first[1:], strict=False)])  # per passage, by hand
+    torch.testing.assert_close(evidence_terms(model, index, question)["sentence"], (best - best.mean()) / best.std())
+    top = int(best.argmax())
+    assert "krill" in " ".join(texts[first[top] : first[top + 1]])
 
 
 def test_a_new_document_is_indexed_alone(services: Services, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
