@@ -186,7 +186,7 @@ class IndexPoolReader:
         for stage, ms in reading.timings_ms.items():
             timings[f"read_{stage}"] = ms
         scoring = time.perf_counter()
-        hits = answer(model, index, q, top_k, reading)
+        hits = answer(model, index, q, 2 * top_k, reading)  # more than asked: a sentence repeated is cited once
         timings["score"] = _ms(scoring)
         stats = {
             "tier2_hits": reading.tiers.hits,
@@ -209,10 +209,14 @@ class IndexPoolReader:
         ]
         with storage_errors():
             sentences = self.library.sentences_at(refs)
-        citations = [
-            Citation(s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4))
-            for s, h in zip(sentences, hits, strict=True)
-        ]
+        citations, quoted = [], set()
+        for s, h in zip(sentences, hits, strict=True):
+            text = " ".join(s.text.split())
+            if text not in quoted and len(citations) < top_k:  # boilerplate, a risk factor on every page: once
+                quoted.add(text)
+                citations.append(
+                    Citation(s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4))
+                )
         chosen = [citations[0]]
         same_document = len(citations) > 1 and citations[1].doc == citations[0].doc
         if (
@@ -220,7 +224,7 @@ class IndexPoolReader:
             and citations[1].score >= citations[0].score - self.answer_margin
             and (same_document or not q.names_document)  # "… does Borealis have?": Borealis's figures alone
         ):
-            chosen += [citations[1]] if citations[1].text != citations[0].text else []  # a docstring seen twice
+            chosen.append(citations[1])
         confident, held = is_confident(model, index, q, hits[0].passage)
         timings["cite"] = _ms(citing)
         if not confident:

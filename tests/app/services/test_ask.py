@@ -404,6 +404,17 @@ def test_a_question_naming_a_company_reads_its_filing_and_quotes_the_figure(
         assert answer.answer == f"{answer.citations[0].text} [1]"  # not the other company's count beside it
 
 
+def test_a_sentence_repeated_across_pages_is_cited_once(services: Services) -> None:
+    """Boilerplate that a filing repeats on several pages (a risk factor, a footer) fills one citation, not all."""
+    repeated = "We depend on the continued service of our senior management and other skilled employees."
+    pages = [repeated, "Our senior management team has led the company since 2011.", repeated, repeated]
+    pages += ["Employees receive training in safety every year.", repeated]
+    list(services.ingest.ingest_texts([parsed("handbook.txt", pages)], "handbook"))
+    answer = services.ask.ask(["handbook"], "Do we depend on our senior management?", top_k=3, reader="indexpool")
+    texts = [c.text for c in answer.citations]
+    assert texts[0] == repeated and len(texts) == 3 and len(set(texts)) == 3, texts
+
+
 def test_the_words_naming_a_document_are_left_to_the_lexical_term(checkpoint: Path) -> None:
     """Capitalised words found in every passage of a document (its title and file name are in each passage's word
     bag) and in few of its own sentences are taken out of what the match, semantic and dense terms read, when other
