@@ -19,6 +19,7 @@ A reader turns a question into an extractive answer with citations; every citati
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -163,9 +164,10 @@ class IndexPoolReader:
         if not entries:
             return Answer(NO_ANSWER, [], self.name, {"load": _ms(started)})
         from model.inference.qa import (  # torch: only when the model reads (the CLI starts fast)
+            Hit,
             Question,
-            answer,
             is_confident,
+            ranked_hits,
             read,
         )
         from model.network.checkpoint import CheckpointMissing, load_model
@@ -186,7 +188,33 @@ class IndexPoolReader:
         for stage, ms in reading.timings_ms.items():
             timings[f"read_{stage}"] = ms
         scoring = time.perf_counter()
-        hits = answer(model, index, q, 2 * top_k, reading)  # more than asked: a sentence repeated is cited once
+        ranking = ranked_hits(model, index, q, reading)
+        hits: list[Hit] = []
+        citations: list[Citation] = []
+        quoted: set[str] = set()
+        while len(citations) < top_k:  # a sentence quoted before (boilerplate, a risk factor on every page): skipped
+            batch = list(itertools.islice(ranking, top_k - len(citations)))  # as many as still wanted
+            if not batch:
+                break
+            refs = [
+                (
+                    int(index.document_ids[int(index.sentence_document[h.sentence])]),
+                    int(index.sentence_number[h.sentence]),
+                )
+                for h in batch
+            ]
+            with storage_errors():
+                sentences = self.library.sentences_at(refs)
+            for s, h in zip(sentences, batch, strict=True):
+                text = " ".join(s.text.split())
+                if text not in quoted:
+                    quoted.add(text)
+                    hits.append(h)
+                    citations.append(
+                        Citation(
+                            s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4)
+                        )
+                    )
         timings["score"] = _ms(scoring)
         stats = {
             "tier2_hits": reading.tiers.hits,
@@ -203,20 +231,6 @@ class IndexPoolReader:
         if not hits:
             return Answer(NO_ANSWER, [], self.name, timings, read=stats)
         citing = time.perf_counter()
-        refs = [
-            (int(index.document_ids[int(index.sentence_document[h.sentence])]), int(index.sentence_number[h.sentence]))
-            for h in hits
-        ]
-        with storage_errors():
-            sentences = self.library.sentences_at(refs)
-        citations, quoted = [], set()
-        for s, h in zip(sentences, hits, strict=True):
-            text = " ".join(s.text.split())
-            if text not in quoted and len(citations) < top_k:  # boilerplate, a risk factor on every page: once
-                quoted.add(text)
-                citations.append(
-                    Citation(s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4))
-                )
         chosen = [citations[0]]
         same_document = len(citations) > 1 and citations[1].doc == citations[0].doc
         if (

@@ -38,8 +38,9 @@ document's sentences; it is a confident answer when :func:`is_confident` says so
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -571,18 +572,24 @@ class Hit:
     score: float
 
 
-@torch.no_grad()
+def ranked_hits(
+    model: Model, index: CollectionIndex, question: Question, reading: ReadResult | None = None
+) -> Iterator[Hit]:
+    """Every passage, best first, each with its best sentence, found as the caller reads on (the app skips the
+    passages whose sentence it has already quoted); ``reading`` as in :func:`answer`."""
+    if not index.passages:
+        return
+    with torch.no_grad():
+        order = evidence_score(model, evidence_terms(model, index, question, reading)).topk(index.passages)
+    for p, v in zip(order.indices.tolist(), order.values.tolist(), strict=True):
+        with torch.no_grad():
+            yield Hit(p, best_sentence(model, index, question, p), float(v))
+
+
 def answer(
     model: Model, index: CollectionIndex, question: str | Question, k: int, reading: ReadResult | None = None
 ) -> list[Hit]:
     """The best ``k`` passages for ``question``, best first, each with its best sentence; ``reading``: the
     question's read of the index (:func:`read`), without which the read term is left out."""
-    if not index.passages:
-        return []
     q = question if isinstance(question, Question) else Question.encode(model, question, index)
-    score = evidence_score(model, evidence_terms(model, index, q, reading))
-    best = score.topk(min(k, index.passages))
-    return [
-        Hit(p, best_sentence(model, index, q, p), float(v))
-        for p, v in zip(best.indices.tolist(), best.values.tolist(), strict=True)
-    ]
+    return list(itertools.islice(ranked_hits(model, index, q, reading), k))
