@@ -21,6 +21,7 @@ from ingest.document import Page, ParsedDocument
 from ingest.pipeline import parse_text
 from ingest.segment import segment
 from model.inference.qa import CollectionIndex
+from model.network.checkpoint import Model, load_model
 from model.research.training.train import REPO, TrainConfig, Trainer
 from storage.models import SentenceRow
 
@@ -152,8 +153,6 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
 
 
 def test_the_index_of_documents_is_the_concatenation_of_theirs(services: Services) -> None:
-    from model.network.checkpoint import load_model
-
     model = load_model()
     entries = [("notes", d.id, d.content_hash) for d in services.library.documents("notes")]
     joined = services.indexes.index(model, entries)
@@ -168,8 +167,6 @@ def test_the_index_of_documents_is_the_concatenation_of_theirs(services: Service
 
 
 def test_splitting_an_index_gives_back_each_documents_own(services: Services) -> None:
-    from model.network.checkpoint import load_model
-
     model = load_model()
     entries = sorted(((d.id, d.content_hash) for d in services.library.documents("notes")), key=lambda e: e[0])
     owns = [services.indexes.document_index(model, *entry) for entry in entries]
@@ -187,19 +184,23 @@ def test_splitting_an_index_gives_back_each_documents_own(services: Services) ->
         assert part.stores == own.stores
 
 
-def test_the_dense_term_reads_minilm_embeddings_of_the_passages(services: Services) -> None:
-    from model.inference.qa import Question, evidence_terms
-    from model.network.checkpoint import load_model
-    from model.network.minilm import minilm
-
+def notes_index(services: Services, spans: str) -> tuple[Model, CollectionIndex, list[str]]:
+    """The model, the index of the "notes" collection, and the text of each of its ``spans`` ("passage" or
+    "sentence")."""
     model = load_model()
     entries = [("notes", d.id, d.content_hash) for d in services.library.documents("notes")]
     index = services.indexes.index(model, entries)
     documents = {i: services.indexes._document_text(i) for _, i, _ in entries}
-    texts = [
-        documents[int(index.document_ids[int(d)])].text[a:b]
-        for d, (a, b) in zip(index.passage_document, index.passage_spans.tolist(), strict=True)
-    ]
+    owners, bounds = getattr(index, f"{spans}_document"), getattr(index, f"{spans}_spans").tolist()
+    texts = [documents[int(index.document_ids[int(d)])].text[a:b] for d, (a, b) in zip(owners, bounds, strict=True)]
+    return model, index, texts
+
+
+def test_the_dense_term_reads_minilm_embeddings_of_the_passages(services: Services) -> None:
+    from model.inference.qa import Question, evidence_terms
+    from model.network.minilm import minilm
+
+    model, index, texts = notes_index(services, "passage")
     expected = torch.from_numpy(minilm().encode(texts))
     assert index.passage_dense.dtype == torch.float16
     torch.testing.assert_close(index.passage_dense.float(), expected, atol=2e-3, rtol=0)
@@ -211,17 +212,9 @@ def test_the_dense_term_reads_minilm_embeddings_of_the_passages(services: Servic
 
 def test_the_sentence_term_is_the_best_minilm_cosine_of_a_passage_s_sentences(services: Services) -> None:
     from model.inference.qa import Question, evidence_terms
-    from model.network.checkpoint import load_model
     from model.network.minilm import minilm
 
-    model = load_model()
-    entries = [("notes", d.id, d.content_hash) for d in services.library.documents("notes")]
-    index = services.indexes.index(model, entries)
-    documents = {i: services.indexes._document_text(i) for _, i, _ in entries}
-    texts = [
-        documents[int(index.document_ids[int(d)])].text[a:b]
-        for d, (a, b) in zip(index.sentence_document, index.sentence_spans.tolist(), strict=True)
-    ]
+    model, index, texts = notes_index(services, "sentence")
     assert index.sentence_dense.dtype == torch.float16
     alone = torch.from_numpy(minilm().encode(texts))  # each sentence by itself; the index reads it in its passage
     assert torch.equal((index.sentence_dense.float() @ alone.T).argmax(1), torch.arange(len(texts)))
@@ -294,7 +287,6 @@ def test_the_background_indexes_each_document_as_it_is_ingested(
 
 def test_the_indexes_of_removed_documents_are_pruned(services: Services, home: Path) -> None:
     from app.services.indexes import store_key
-    from model.network.checkpoint import load_model
 
     assert services.indexes.build([d.id for d in services.library.documents("notes")]) == len(PARAGRAPHS)
     assert services.indexes.build([d.id for d in services.library.documents("notes")]) == 0  # all there
@@ -420,7 +412,6 @@ def test_the_words_naming_a_document_are_left_to_the_lexical_term(checkpoint: Pa
     bag) and in few of its own sentences are taken out of what the match, semantic and dense terms read, when other
     words are left; a name its sentences use more often is the document's topic, and stays."""
     from model.inference.qa import Question, without_names
-    from model.network.checkpoint import load_model
     from model.research.evaluation.passages import document_text
 
     model = load_model(checkpoint)
