@@ -377,18 +377,25 @@ def question_ids(model: Model, question: str) -> torch.Tensor:
     return torch.as_tensor(model.tokenizer.encode(question)[:MAX_QUESTION_TOKENS], dtype=torch.int64)
 
 
+def match_similarity(
+    net: IndexPoolNet, question: torch.Tensor, keys: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The question's pieces that carry meaning (Tq',) — those whose embedding is not zero — and their similarity
+    to every vocabulary key (Tq', V) of the TokenMatchHead (``keys``: ``Model.match_keys``)."""
+    question = question[net.model.embed.weight[question].norm(dim=-1) > 0]
+    return question, keys[question] @ keys.T
+
+
 def match_scores(
-    net: IndexPoolNet, question: torch.Tensor, bags: TokenBags, idf: torch.Tensor, keys: torch.Tensor
+    net: IndexPoolNet, similarity: tuple[torch.Tensor, torch.Tensor], bags: TokenBags, idf: torch.Tensor
 ) -> torch.Tensor:
-    """TokenMatchHead MaxSim of question ids (Tq,) against the spans of ``bags``; ``keys`` the head's vocabulary
-    keys (``Model.match_keys``).  → (P,)"""
-    embeddings = net.model.embed.weight  # (V, e)
-    question = question[embeddings[question].norm(dim=-1) > 0]  # pieces without text carry no meaning
-    if question.numel() == 0:
+    """TokenMatchHead MaxSim of a question — its :func:`match_similarity`, computed once per question: it scores
+    every passage, then the sentences of each cited one — against the spans of ``bags``.  → (P,)"""
+    pieces, table = similarity
+    if pieces.numel() == 0:
         return torch.zeros(bags.lengths.shape[0])
-    similarity = keys[question] @ keys.T  # (Tq, V)
-    weights = net.match.question_weights(question, embeddings, idf, net.pool.log_prior)
-    return net.match.match(similarity, weights, bags.token_ids, bags.owner, bags.lengths)
+    weights = net.match.question_weights(pieces, net.model.embed.weight, idf, net.pool.log_prior)
+    return net.match.match(table, weights, bags.token_ids, bags.owner, bags.lengths)
 
 
 @dataclass
@@ -397,7 +404,7 @@ class Question:
 
     ids: torch.Tensor  # (Tq,) token ids
     embedding: torch.Tensor  # (e,) unit
-    keys: torch.Tensor  # (V, e) the match head's vocabulary keys
+    similarity: tuple[torch.Tensor, torch.Tensor]  # the match head's: pieces (Tq',), their keys' similarity (Tq', V)
     words: torch.Tensor  # (Q,) int64 distinct word ids, ascending (the lexical term)
     dense: torch.Tensor  # (384,) unit MiniLM embedding (the dense term)
     asks_figure: bool = False  # "How many …": the cited sentence should quote a figure
@@ -422,7 +429,8 @@ class Question:
         words = question_words(question)
         figure = _ASKS_FIGURE.match(question) is not None
         embedding = model.net.encode_question(ids)
-        return cls(ids, embedding, model.match_keys, words, dense, figure, about != question)
+        similarity = match_similarity(model.net, ids, model.match_keys)
+        return cls(ids, embedding, similarity, words, dense, figure, about != question)
 
 
 def without_names(index: CollectionIndex, question: str) -> str:
@@ -462,7 +470,7 @@ def evidence_terms(
     """The z-scored terms of the evidence score of every passage.
     → {"match", "semantic", "doc", "lexical", "dense", "sentence"[, "read"]}: (P,)"""
     net = model.net
-    match = match_scores(net, question.ids, index.passage_tokens, index.idf, question.keys)
+    match = match_scores(net, question.similarity, index.passage_tokens, index.idf)
     documents = index.passage_document
     terms = {
         "match": _zscore(net.match.logits(match, documents, len(index.document_ids))),
@@ -526,7 +534,7 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
     any, and when the question asks for a figure ("How many employees …"), among those that quote one if any."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
-    match = match_scores(model.net, question.ids, bags, index.idf, question.keys)
+    match = match_scores(model.net, question.similarity, bags, index.idf)
     semantic = index.sentence_emb[first:last] @ question.embedding
     lexical = bm25(index.sentence_words.slice(first, last), question.words, question.frequencies(index))
     dense = index.sentence_dense[first:last].float() @ question.dense

@@ -53,6 +53,7 @@ from model.inference.qa import (
     evidence_terms,
     inverse_document_frequency,
     match_scores,
+    match_similarity,
     read,
     read_cache,
 )
@@ -638,9 +639,8 @@ class MatchStage(Stage):
             ids, own, positive = self.questions[row]
             others = rng.choice(n_passages, min(self.cfg.match_negatives, n_passages), replace=False)
             candidates = np.union1d(own, others)
-            scores = match_scores(
-                self.net, torch.as_tensor(ids, dtype=torch.int64), self.passages.select(candidates), self.idf, keys
-            )
+            similarity = match_similarity(self.net, torch.as_tensor(ids, dtype=torch.int64), keys)
+            scores = match_scores(self.net, similarity, self.passages.select(candidates), self.idf)
             meetings = np.unique(self.meeting_index[candidates], return_inverse=True)[1]
             logits = self.net.match.logits(scores, torch.as_tensor(meetings), int(meetings.max()) + 1)
             is_positive = torch.as_tensor(np.isin(candidates, positive))
