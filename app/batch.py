@@ -180,13 +180,13 @@ class Batch:
         for error in errors:
             finished += 1
             yield self._report(self._error_record(error.source, error.reason, 0.0), finished, total, progress)
-        produced: set[int] = set()  # id() of the items that gave results
+        produced: set[int] = set()  # id() of the items that gave results: counted finished at their first
         for item, results, seconds, last in parse_items_isolated(todo, None, limits, self.settings.workers):
-            finished += last
-            if results:
-                produced.add(id(item))
-            elif last and id(item) not in produced:
+            if not results and last and id(item) not in produced:
                 results = [IngestError(item.source, "no text found")]
+            if results and id(item) not in produced:  # a worker sends an item's results, then that it is done
+                produced.add(id(item))
+                finished += 1
             for result in results:
                 if result.source not in done:
                     record = self._record(result, seconds / len(results))

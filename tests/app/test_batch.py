@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -122,7 +123,8 @@ def test_one_bad_file_gives_an_error_line_and_the_batch_goes_on(paper_run: dict)
     good = [by_source[source] for source in [*paper_run["papers"], paper_run["text"]]]
     assert all(record["error"] is None and record["summary"] for record in good)
     assert paper_run["code"] == 1 and "1 of 4 inputs could not be summarized" in paper_run["stderr"]
-    assert paper_run["stderr"].count("[") >= 4, "a progress line per input"
+    counters = re.findall(r"^\[(\d+)/(\d+)\] ", paper_run["stderr"], flags=re.MULTILINE)
+    assert counters == [(str(i), "4") for i in range(1, 5)], "a progress line per input, counted from 1 to 4"
 
 
 def test_papers_are_summarized_from_the_body_and_scored_against_their_abstract(paper_run: dict) -> None:
