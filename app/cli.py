@@ -64,7 +64,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             f"({summary.pages_per_s:.1f} pages/s, {summary.tokens_per_s:,.0f} tokens/s)",
             flush=True,
         )
-    index = None if args.no_index else index_collection(services, args.collection, quiet=args.json)
+    named = {e.document_id for e in events if e.document_id is not None}  # ingested, replaced or unchanged
+    index = None if args.no_index or not named else index_collection(services, args.collection, args.json, named)
     if args.json:
         _print_json(
             {
@@ -83,12 +84,19 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def index_collection(services: Services, collection: str, quiet: bool = False) -> dict[str, Any] | None:
-    """Index the documents of ``collection`` not indexed yet for the IndexPool reader, printing progress unless
-    ``quiet``; what was done (None without the model checkpoint)."""
+def index_collection(
+    services: Services, collection: str, quiet: bool = False, only: set[int] | None = None
+) -> dict[str, Any] | None:
+    """Index the documents of ``collection`` (those of ``only``, when given: the ones an ingest named) not indexed
+    yet for the IndexPool reader, printing progress unless ``quiet``; what was done (None without the model
+    checkpoint)."""
     if "indexpool" not in services.ask.available_readers():
         return None
-    documents = [d.id for d in services.library.documents(collection) if d.status == "ingested"]
+    documents = [
+        d.id
+        for d in services.library.documents(collection)
+        if d.status == "ingested" and (only is None or d.id in only)
+    ]
     step = max(1, len(documents) // 10)
 
     def report(done: int, total: int, seconds: float) -> None:

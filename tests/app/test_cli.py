@@ -88,6 +88,8 @@ def test_ingest_indexes_so_the_first_question_encodes_nothing(
     assert report["index"]["documents"] == 1  # the new document only
     code, out, _ = run(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "d", "--no-index")
     assert code == 0 and "3 ingested" in out and "indexing" not in out
+    code, out, _ = run(capsys, "--home", str(home), "ingest", str(tmp_path / "none.pdf"), "--collection", "d")
+    assert code == 1 and "indexing" not in out, "an ingest that added nothing indexes nothing it did not name"
 
 
 def test_reingest_is_a_noop(papers_home: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
