@@ -167,23 +167,43 @@ class LibraryService:
             pdf.close()
 
 
+_UNCOMPARED = frozenset("-\u00ad\u2010\u2011\ufffe\x02")  # hyphens, and pdfium's marks of a line-break hyphen
+
+
 def quote_rects(textpage: pdfium.PdfTextPage, quote: str) -> list[tuple[float, float, float, float]]:
-    """The rectangles (left, bottom, right, top, in PDF points) of ``quote`` in a page's text layer. The library's
-    text and the page's may differ in line breaks and spacing, so both are compared without white space; when the
-    whole quote is not found, its longest found beginning (at least 20 characters) is boxed."""
-    text = textpage.get_text_range()
-    kept = [(i, ch) for i, ch in enumerate(text.lower()) if not ch.isspace()]
+    """The rectangles (left, bottom, right, top, in PDF points) of ``quote`` in a page's text layer
+    (:func:`quote_span`)."""
+    span = quote_span(textpage.get_text_range(), quote)
+    if span is None:
+        return []
+    first, last = span
+    return [textpage.get_rect(k) for k in range(textpage.count_rects(first, last - first + 1))]
+
+
+def quote_span(text: str, quote: str) -> tuple[int, int] | None:
+    """The first and last character (indexes into ``text``, a page's text layer) of ``quote``. The library's text
+    and the page's may differ in line breaks, spacing and hyphenation ("pa\ufffepers" on the page, "papers" in the
+    library), so both are compared without white space and hyphens; when the whole quote is not found (a sentence
+    that runs on to the next page), its longest found beginning of at least 20 characters is."""
+    kept = [(i, ch) for i, ch in enumerate(text.lower()) if not ch.isspace() and ch not in _UNCOMPARED]
     page = "".join(ch for _, ch in kept)
-    wanted = "".join(quote.lower().split())
-    for length in (len(wanted), 160, 80, 40, 20):
-        if length > len(wanted) or length < min(20, len(wanted)):
-            continue
-        at = page.find(wanted[:length])
-        if at >= 0:
-            first, last = kept[at][0], kept[at + length - 1][0]
-            count = textpage.count_rects(first, last - first + 1)
-            return [textpage.get_rect(k) for k in range(count)]
-    return []
+    wanted = "".join(ch for ch in quote.lower() if not ch.isspace() and ch not in _UNCOMPARED)
+    if not wanted:
+        return None
+    start = min(20, len(wanted))
+    best: tuple[int, int] | None = None  # (length, at) of the longest match among the beginning's occurrences
+    at = page.find(wanted[:start])
+    while at >= 0:
+        length = start
+        while length < len(wanted) and at + length < len(page) and page[at + length] == wanted[length]:
+            length += 1
+        if best is None or length > best[0]:
+            best = (length, at)
+        at = page.find(wanted[:start], at + 1)
+    if best is None:
+        return None
+    length, at = best
+    return kept[at][0], kept[at + length - 1][0]
 
 
 def source_bytes(document: Document) -> bytes:

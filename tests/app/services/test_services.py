@@ -11,7 +11,7 @@ from samples import text_pdf
 from sqlalchemy import select
 
 from app.services import Services, UserError
-from app.services.library import cited_as
+from app.services.library import cited_as, quote_span
 from storage.models import SummaryRow
 
 TIDES = [
@@ -64,6 +64,18 @@ def test_a_cited_pdf_page_renders_with_its_sentence_in_context(library: tuple[Se
     assert yellow > 0.3 * len(box), "the box is yellow (its text stays readable under it)"
     with pytest.raises(UserError, match="has pages 1-2, not 3"):
         services.library.render_page(top.doc, 3)
+
+
+def test_the_highlight_spans_a_hyphenated_line_break_and_a_sentence_that_runs_on() -> None:
+    # pdfium's text layer marks a line-break hyphen with U+FFFE; the library's text joined the word ("papers")
+    page = "S2ORC dataset\r\nThe resulting corpus consists of 81.1M pa\ufffepers. Our publisher-provided abstract"
+    first, last = quote_span(page, "The resulting corpus consists of 81.1M papers.")
+    assert page[first : last + 1] == "The resulting corpus consists of 81.1M pa\ufffepers."
+    # a sentence that goes on on the next page: the part this page holds, at the occurrence that goes furthest
+    page = "Related work. Perhaps the most similar work is X. Perhaps the most similar work is BookSum; however"
+    first, last = quote_span(page, "Perhaps the most similar work is BookSum; however its summaries consider books.")
+    assert page[first : last + 1] == "Perhaps the most similar work is BookSum; however"
+    assert quote_span(page, "A sentence this page does not hold at all.") is None
 
 
 def test_text_documents_have_evidence_but_no_page(library: tuple[Services, dict[str, int]]) -> None:
