@@ -175,11 +175,15 @@ def _parse_html(source: str, data: bytes, content_hash: str) -> ParsedDocument:
 def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None) -> ParsedDocument:
     raw = read_pdf(data, source, password)
     cleaned = clean_pdf_pages(raw.pages)
+    joints: list[str] = []  # what joins each page to the next
+    for i in range(1, len(cleaned)):
+        cleaned[i - 1], joint = _page_joint(cleaned[i - 1], cleaned[i])
+        joints.append(joint)
     pages: list[Page] = []
     offset = 0
     for number, page_text in enumerate(cleaned, start=1):
         if number > 1:
-            offset += len(_PARAGRAPH_BREAK)
+            offset += len(joints[number - 2])
         textless = not any(map(str.isalnum, page_text))
         pages.append(Page(number, offset, offset + len(page_text), needs_ocr=textless and number not in raw.blank))
         offset += len(page_text)
@@ -196,10 +200,29 @@ def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None
     if scanned:
         verb = "have" if len(scanned) > 1 else "has"
         warnings.append(f"{page_ranges(scanned)} {verb} no extractable text (scanned?): needs OCR")
-    text = _PARAGRAPH_BREAK.join(cleaned)
+    text = "".join(itertools.chain.from_iterable(zip(cleaned, [*joints, ""], strict=True)))
     registrant = next((t for t in map(registrant_title, raw.pages[:2]) if t), None)  # a filing's cover page
     title = registrant or raw.title or _pdf_title(raw.pages) or _stem(source)
     return _document(source, title, "pdf", text, content_hash, pages=pages, warnings=warnings)
+
+
+_FOOTNOTE = re.compile(r"^\d{1,2}(?:https?:|[A-Z])")  # "4https://…", "20Used to determine …"
+
+
+def _page_joint(page: str, following: str) -> tuple[str, str]:
+    """``page`` and what joins it to the ``following`` page's text: a paragraph break, or — when the page stops
+    mid-sentence (its last line ends on a letter, a digit or a comma and is no footnote or arXiv stamp) and the next
+    page goes on in lower case — a space, so the sentence stays whole; a word hyphenated across the page break
+    loses its hyphen ("cor-" + "pus")."""
+    lines = page.rstrip().rsplit("\n", 1)
+    last = lines[-1].strip()
+    if not following[:1].islower() or not last or _FOOTNOTE.match(last) or "arXiv:" in last:
+        return page, _PARAGRAPH_BREAK
+    if re.search(r"[a-z]-$", last):
+        return page.rstrip()[:-1], ""
+    if last[-1].isalnum() or last[-1] == ",":
+        return page.rstrip(), " "
+    return page, _PARAGRAPH_BREAK
 
 
 def _parse_paper_xml(source: str, data: bytes, content_hash: str) -> ParsedDocument:

@@ -205,6 +205,38 @@ def test_a_page_of_glyph_names_is_flagged_and_not_indexed(tmp_path: Path) -> Non
     assert error.reason == "no readable text on its only page: the text layer is glyph names, not words"
 
 
+def test_a_sentence_that_runs_on_to_the_next_page_stays_whole(tmp_path: Path) -> None:
+    """Pages are joined by a paragraph break, unless a page stops mid-sentence and the next goes on in lower case:
+    then the sentence is one (cited whole, on the page where it starts), a word hyphenated across the break rejoined."""
+    pages: list[list[str | bytes]] = [
+        ["Tidal barrages hold water behind a dam at high tide and release it through the"],
+        ["turbines when the tide falls. Stream generators work like under-"],
+        ["water wind turbines in fast currents. This page ends on a full stop."],
+        ["and this page starts in lower case but follows a finished sentence."],
+    ]
+    path = tmp_path / "tides.pdf"
+    path.write_bytes(text_pdf(None, pages))
+    [doc] = parse_item(InputItem(str(path), "pdf", path=path))
+    assert isinstance(doc, ParsedDocument)
+    sentences = [(doc.text[s.start : s.end], s.page) for s in doc.sentences]
+    assert sentences == [
+        (
+            "Tidal barrages hold water behind a dam at high tide and release it through the turbines when the tide "
+            "falls.",
+            1,
+        ),
+        ("Stream generators work like underwater wind turbines in fast currents.", 2),
+        ("This page ends on a full stop.", 3),
+        ("and this page starts in lower case but follows a finished sentence.", 4),
+    ]
+    assert [doc.text[p.start : p.end][:11] for p in doc.pages] == [
+        "Tidal barra",
+        "turbines wh",
+        "water wind ",
+        "and this pa",
+    ]
+
+
 def _pdf_title(path: Path, metadata: str | None, lines: list[str | bytes]) -> str:
     """The title ingestion gives a one-page PDF of ``lines`` with this metadata title."""
     path.write_bytes(text_pdf(metadata, [lines]))
