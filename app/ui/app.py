@@ -31,6 +31,7 @@ INDEX_STATUS_EVERY_S = 2.0
 
 # Offline means offline: system fonts instead of the default theme's web fonts.
 THEME = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
+CSS = "#cache-table td, #cache-table th { white-space: nowrap; }"  # "165,775,360", never "165,775,36 / 0"
 
 
 def build_app(services: Services) -> gr.Blocks:
@@ -109,6 +110,7 @@ def serve(
         auth=auth,
         prevent_thread_lock=True,
         theme=THEME,
+        css=CSS,
     )
     print(f"IndexPool is running at {app.local_url} (Ctrl+C to stop)", flush=True)
     app.block_thread()

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import dates as mdates
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import MaxNLocator, NullFormatter
 
 from app.services import Services, UserError
 from app.ui.common import PRIVATE, bind, fail, user_of
@@ -111,25 +111,27 @@ def latency_table(records: list[dict[str, Any]]) -> str:
 
 
 def read_plot(records: list[dict[str, Any]]) -> Figure:
-    """Each question's read over time: its tier-2 hit rate and the bytes it read from tier 3 (points)."""
+    """Each question's read, in the order they were asked: its tier-2 hit rate and the bytes it read from tier 3
+    (points)."""
     figure = Figure(figsize=(6.4, 3.4), layout="constrained")
     rate, read = figure.subplots(1, 2)
-    rate.set_title("Tier-2 hit rate per question", fontsize=11)
-    read.set_title("Bytes read from disk per question", fontsize=11)
+    rate.set_title("Tier-2 hit rate", fontsize=11)
+    read.set_title("Read from disk", fontsize=11)
     asks = [r for r in records if r["kind"] == "ask" and r["data"].get("read")]
     if not asks:
         _no_data(rate, "no IndexPool questions yet")
         _no_data(read, "")
         return figure
-    times = [r["created_at"] for r in asks]
-    rate.scatter(times, [100 * r["data"]["read"]["tier2_hit_rate"] for r in asks], s=12, color="tab:purple")
+    number = np.arange(1, len(asks) + 1)
+    rate.scatter(number, [100 * r["data"]["read"]["tier2_hit_rate"] for r in asks], s=12, color="tab:purple")
     rate.set_ylim(-5, 105)
-    rate.set_ylabel("%")
-    read.scatter(times, [max(r["data"]["read"]["bytes_read"], 1) / 2**10 for r in asks], s=12, color="tab:red")
+    rate.set_ylabel("% of the pages it read")
+    read.scatter(number, [max(r["data"]["read"]["bytes_read"], 1) / 2**10 for r in asks], s=12, color="tab:red")
     read.set_yscale("log")
     read.set_ylabel("KiB (log scale)")
     for axes in (rate, read):
-        _time_axis(figure, axes, times)
+        axes.set_xlabel("question (in the order asked)")
+        axes.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
     return figure
 
 
@@ -168,9 +170,9 @@ def memory_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "No collections yet."
     lines = [
-        f"Read cache ({rows[0]['cache']}); tier 1 is resident, tier 3 is on disk, memory-mapped.",
+        f"Read cache ({rows[0]['cache']}), in bytes; tier 1 is resident, tier 3 is on disk, memory-mapped.",
         "",
-        "| collection | tokens | tier 1 bytes | uncompressed bytes | tier 3 bytes |",
+        "| collection | tokens | tier 1 | uncompressed | tier 3 |",
         "|---|---:|---:|---:|---:|",
     ]
     for row in rows:

@@ -47,6 +47,8 @@ from model.inference.passages import DocumentText
 
 POLICY_FILE = "summary_policy.json"
 _SYMBOL = re.compile(r"[^\w]")
+_ENDS_SENTENCE = re.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*$")  # "… papers.", "… (2018).", "“… ready?”"
+PUNCTUATED = 0.5  # a document whose sentences mostly end like one: its unpunctuated lines are fragments
 FEATURES = ("salience", "centrality", "first_section", "digits", "lead", "lexical")
 
 
@@ -204,13 +206,18 @@ def rank(
 ) -> Iterator[int]:
     """The document's sentences (indices into ``document.sentences``) in the policy's order of preference, those it
     skips (and the document's title, repeated as a sentence) left out; ``budget_words`` is the summary's length (the
-    ``lead`` feature reads it)."""
+    ``lead`` feature reads it). In a document whose sentences mostly end with a full stop, a question or an
+    exclamation mark, a line that does not is a fragment (a table's header or row, a figure's label) and is left
+    out too."""
     if not len(document.sentences):
         return iter(())
     scores = combined_scores(policy, salience, sentence_features(document, emb, budget_words))
     title = " ".join(document.title.split()).lower()
     texts = [document.sentence_text(i) for i in range(len(document.sentences))]
     words = [0 if title and " ".join(t.split()).lower() == title else summary_words(t) for t in texts]  # no title
+    ends = [bool(_ENDS_SENTENCE.search(t.rstrip())) for t in texts]
+    if sum(ends) >= PUNCTUATED * len(texts):  # not a table header ("Corpus Papers w/") or a table row in prose
+        words = [n if end else 0 for n, end in zip(words, ends, strict=True)]
     redundancy = default_redundancy if policy.redundancy is None else policy.redundancy
     return ranked(scores, words, emb, policy.min_words, redundancy)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from app.ui.dashboard import latency_histogram, stage_plot
+from app.ui.dashboard import latency_histogram, read_plot, stage_plot
 
 
 def _records() -> list[dict]:
@@ -28,3 +28,15 @@ def test_latency_plots_use_log_axes_and_points() -> None:
     assert len(points.get_offsets()) == 4
     (histogram,) = latency_histogram(_records()).axes
     assert histogram.get_xscale() == "log"
+
+
+def test_the_read_plots_number_the_questions_in_order() -> None:
+    """Questions hours apart: the per-question plots place them 1, 2, 3 (a time axis crowded its hourly labels)."""
+    read = {"tier2_hit_rate": 0.5, "bytes_read": 4096}
+    records = [
+        {"kind": "ask", "created_at": datetime(2026, 12, 5, hour), "data": {"read": read}} for hour in (9, 13, 23)
+    ]
+    for axes in read_plot(records).axes:
+        (points,) = axes.collections
+        assert points.get_offsets()[:, 0].tolist() == [1, 2, 3]
+        assert all(float(t).is_integer() for t in axes.get_xticks())
