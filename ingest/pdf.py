@@ -124,19 +124,23 @@ def read_pdf(data: bytes, source: str, password: str | None = None) -> PdfText:
     return result
 
 
+NOT_A_PDF = "not a PDF: it does not start with a PDF header (another kind of file named .pdf?)"
+
+
 def _read_pypdf(data: bytes, source: str, password: str | None) -> PdfText:
-    damaged = "damaged PDF" if b"%PDF" in data[:1024] else "not a PDF (no %PDF header)"
+    header = b"%PDF" in data[:1024]
     with _quiet_pypdf() as problems:
         try:
             result = _read(data, source, password)
         except (IngestError, MemoryError):
             raise
-        except RecursionError as error:
-            raise IngestError(source, f"{damaged}: object structure nested too deeply") from error
-        except (PdfReadError, PdfStreamError) as error:
-            raise IngestError(source, f"{damaged}: {_describe(error)}") from error
         except Exception as error:  # pypdf raises many kinds of errors on damaged files
-            raise IngestError(source, f"{damaged}: {_describe(error, with_type=True)}") from error
+            if not header:  # the parser's complaint says nothing to someone who renamed another file
+                raise IngestError(source, NOT_A_PDF) from error
+            if isinstance(error, RecursionError):
+                raise IngestError(source, "damaged PDF: object structure nested too deeply") from error
+            detail = _describe(error, with_type=not isinstance(error, PdfReadError | PdfStreamError))
+            raise IngestError(source, f"damaged PDF: {detail}") from error
     if problems:
         more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
         result.warnings.append(f"the PDF is damaged, text may be incomplete (pypdf: {_shorten(problems[0], 80)}{more})")
@@ -204,7 +208,9 @@ def _decrypt(reader: PdfReader, source: str, password: str | None) -> None:
         if reader.decrypt(""):
             return
         if password is None:
-            raise IngestError(source, "encrypted: needs a password (--password)")
+            raise IngestError(
+                source, "encrypted: needs its password (the Library tab's PDF password field, or ingest --password)"
+            )
         if not reader.decrypt(password):
             raise IngestError(source, "wrong password")
     except DependencyError as error:

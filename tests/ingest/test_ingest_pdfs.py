@@ -65,7 +65,10 @@ def test_damaged_and_sample_pdfs_end_as_documents_or_clear_errors(check_document
 def test_password_protected_pdf() -> None:
     path = SAMPLES / "005-libreoffice-writer-password" / "libreoffice-writer-password.pdf"
     error = _parse(path)
-    assert isinstance(error, IngestError) and error.reason == "encrypted: needs a password (--password)"
+    assert (
+        isinstance(error, IngestError)
+        and error.reason == "encrypted: needs its password (the Library tab's PDF password field, or ingest --password)"
+    )
     error = _parse(path, password="not-it")
     assert isinstance(error, IngestError) and error.reason == "wrong password"
     doc = _parse(path, password="openpassword")
