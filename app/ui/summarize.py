@@ -132,6 +132,7 @@ def summarize_tab(services: Services) -> SummarizeTab:
             interactive=False,
             wrap=True,
             column_widths=["5%", "63%", "24%", "8%"],
+            max_height=2400,  # a summary's sentences on the page, not in a box that hides the last (Gradio: 500 px)
             elem_id="summary",
         )
         rouge = gr.Markdown(elem_id="summary-rouge")
