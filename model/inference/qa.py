@@ -409,6 +409,7 @@ class Question:
     dense: torch.Tensor  # (384,) unit MiniLM embedding (the dense term)
     asks_figure: bool = False  # "How many …": the cited sentence should quote a figure
     names_document: bool = False  # it names a document of the index it was encoded for (:func:`without_names`)
+    documents: tuple[int, ...] = ()  # rows of that index's documents whose title it names (:func:`named_documents`)
     _counted: tuple[CollectionIndex, Frequencies] | None = field(default=None, repr=False, compare=False)
 
     def frequencies(self, index: CollectionIndex) -> Frequencies:
@@ -430,7 +431,25 @@ class Question:
         figure = _ASKS_FIGURE.match(question) is not None
         embedding = model.net.encode_question(ids)
         similarity = match_similarity(model.net, ids, model.match_keys)
-        return cls(ids, embedding, similarity, words, dense, figure, about != question)
+        named = named_documents(index, question) if index is not None else ()
+        return cls(ids, embedding, similarity, words, dense, figure, about != question, named)
+
+
+def _names(question: str) -> tuple[list[re.Match[str]], torch.Tensor]:
+    """The question's capitalised words (the first word aside) and their distinct word ids, ascending."""
+    names = [m for m in _NAME.finditer(question) if m.start() > 0]
+    return names, torch.as_tensor(sorted({word_ids(m.group())[0] for m in names}), dtype=torch.int64)
+
+
+def named_documents(index: CollectionIndex, question: str) -> tuple[int, ...]:
+    """The rows of ``index``'s documents that ``question`` names — a capitalised word of it (the first aside) is in
+    all of the document's passages' word bags, which hold its title and file name ("What does the PaperMage paper
+    propose?", "How many employees does Borealis have?") — when that is some of the documents, not all."""
+    _, ids = _names(question)
+    if ids.numel() == 0 or not index.passages:
+        return ()
+    named = held_everywhere(index.passage_words, index.passage_document, ids).any(dim=0)  # (D,)
+    return tuple(torch.nonzero(named).flatten().tolist()) if not named.all() else ()
 
 
 def without_names(index: CollectionIndex, question: str) -> str:
@@ -442,8 +461,7 @@ def without_names(index: CollectionIndex, question: str) -> str:
     the name (the cover page, "Borealis Networks, Inc. designs …"). A word that the document's own sentences use
     more often (``MAX_NAME_SHARE``: "S2ORC" in the S2ORC paper, "JSON" in the json module's documentation) is its
     topic, which an answer sentence names ("S2ORC contains three times more full text papers …"), and stays."""
-    names = [m for m in _NAME.finditer(question) if m.start() > 0]
-    ids = torch.as_tensor(sorted({word_ids(m.group())[0] for m in names}), dtype=torch.int64)
+    names, ids = _names(question)
     if ids.numel() == 0 or not index.passages:
         return question
     everywhere = held_everywhere(index.passage_words, index.passage_document, ids)  # (Q, D)
@@ -584,14 +602,28 @@ def ranked_hits(
     model: Model, index: CollectionIndex, question: Question, reading: ReadResult | None = None
 ) -> Iterator[Hit]:
     """Every passage, best first, each with its best sentence, found as the caller reads on (the app skips the
-    passages whose sentence it has already quoted); ``reading`` as in :func:`answer`."""
+    passages whose sentence it has already quoted); ``reading`` as in :func:`answer`. A question that names some of
+    the documents (:attr:`Question.documents`) reads their passages first: "What does the PaperMage paper propose?"
+    is answered from PaperMage even where another paper's passage says "paper" more often. A passage whose best
+    sentence is a fragment (a table's cell, a footnote's URL) comes after every passage with a whole sentence."""
     if not index.passages:
         return
     with torch.no_grad():
         order = evidence_score(model, evidence_terms(model, index, question, reading)).topk(index.passages)
-    for p, v in zip(order.indices.tolist(), order.values.tolist(), strict=True):
+    ranked = list(zip(order.indices.tolist(), order.values.tolist(), strict=True))
+    if question.documents:
+        named = set(question.documents)
+        owner = index.passage_document.tolist()
+        ranked = sorted(ranked, key=lambda hit: owner[hit[0]] not in named)  # stable: best first within each part
+    fragments: list[Hit] = []  # passages without a sentence of MIN_SENTENCE_WORDS words ("longt5", a URL): last
+    for p, v in ranked:
         with torch.no_grad():
-            yield Hit(p, best_sentence(model, index, question, p), float(v))
+            hit = Hit(p, best_sentence(model, index, question, p), float(v))
+        if index.sentence_words.lengths[hit.sentence] >= MIN_SENTENCE_WORDS:
+            yield hit
+        else:
+            fragments.append(hit)
+    yield from fragments
 
 
 def answer(

@@ -433,3 +433,33 @@ def test_the_words_naming_a_document_are_left_to_the_lexical_term(checkpoint: Pa
     assert without_names(corpus, "How many papers does S2ORC contain?") == "How many papers does S2ORC contain?"
     assert Question.encode(model, "How many employees does Acme have?", index).names_document
     assert not Question.encode(model, "How many employees are there?", index).names_document
+
+
+def test_a_question_naming_a_document_reads_it_first_and_fragments_come_last(checkpoint: Path) -> None:
+    """A capitalised word of the question in every passage of some documents (their titles) puts those documents'
+    passages first; a passage without a whole sentence (a table cell, a heading left alone) comes after every
+    passage that has one."""
+    from model.inference.qa import Question, named_documents, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    documents = [
+        document_text(name, "\n\n".join(paragraphs), f"{name.split('-')[0].title()} Form 10-K {name}")
+        for name, paragraphs in FILINGS.items()
+    ]
+    documents.append(document_text("whales", "Blowhole\n\n" + "\n\n".join(PARAGRAPHS["whales.txt"]), "Whales"))
+    index = CollectionIndex.build(model, documents)
+    acme = index.document_ids.index(next(name for name in FILINGS if name.startswith("acme")))
+    assert named_documents(index, "How many employees does Acme have?") == (acme,)
+    assert named_documents(index, "How many employees are there?") == ()
+    filings = tuple(sorted(index.document_ids.index(name) for name in FILINGS))
+    assert named_documents(index, "What does the Form say?") == filings  # in two of the three titles
+    owner = index.passage_document.tolist()
+    question = Question.encode(model, "What does Acme say about its supply chain?", index)
+    hits = list(ranked_hits(model, index, question))
+    firsts = [owner[h.passage] for h in hits[: owner.count(acme)]]
+    assert firsts == [acme] * owner.count(acme), firsts
+    whale = Question.encode(model, "What is a blowhole?", index)
+    hits = list(ranked_hits(model, index, whale))
+    lengths = [int(index.sentence_words.lengths[h.sentence]) for h in hits]
+    assert lengths[-1] < 4 and min(lengths[:-1]) >= 4, lengths  # "Blowhole", the fragment, comes last
