@@ -35,12 +35,19 @@ def documents_table(services: Services, collection: str, request: gr.Request) ->
             d.status,
             d.pages,
             d.tokens,
-            ", ".join(map(str, d.needs_ocr_pages)) if d.needs_ocr_pages else "",
+            needs_ocr_cell(d.needs_ocr_pages, d.error),
             d.error or "",
         ]
         for d in services.library.documents(collection, user)
     ]
     return pd.DataFrame(rows, columns=DOCUMENT_COLUMNS)
+
+
+def needs_ocr_cell(pages: list[int] | None, error: str | None) -> str:
+    """The "needs OCR" column: the pages without text, or every page of a file refused for having none."""
+    if pages:
+        return ", ".join(map(str, pages))
+    return "every page" if error and error.endswith("needs OCR") else ""
 
 
 def refresh(
