@@ -66,13 +66,19 @@ def normalize_text(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 
+# A footnote's number glued to its first word at the start of a paragraph: "8The papers included in S2ORC …"
+_FOOTNOTE_MARK = re.compile(r"(?:^|(?<=\n\n))\d{1,2}(?=[A-Z][a-z]+\b)")
+
+
 def clean_pdf_pages(pages: list[str]) -> list[str]:
     """Clean the raw text of each PDF page and reflow its lines into paragraphs separated by blank lines; a table row
-    under a header of column labels gets its labels (``ingest.tables``) and stays a paragraph of its own."""
+    under a header of column labels gets its labels (``ingest.tables``) and stays a paragraph of its own; a
+    footnote's number glued to its first word is dropped ("8The papers …" → "The papers …")."""
     lines = [_page_lines(page) for page in pages]
     repeated = _repeated_edge_lines(lines)
     vocabulary = {word.strip(_PUNCTUATION).lower() for page in lines for line in page for word in line.split()}
-    return [_reflow(*label_rows(_drop_edges(page, repeated)), vocabulary) for page in lines]
+    reflowed = [_reflow(*label_rows(_drop_edges(page, repeated)), vocabulary) for page in lines]
+    return [_FOOTNOTE_MARK.sub("", page) for page in reflowed]
 
 
 def _page_lines(page: str) -> list[str]:

@@ -81,3 +81,13 @@ def test_a_page_made_only_of_a_repeated_line_keeps_it() -> None:
     # e.g. the shared sample habibi-rotated.pdf: the same single line on each of its 4 pages
     pages = ["حَبيبي habibi حَبيبي"] * 4
     assert all("habibi" in page for page in clean_pdf_pages(pages))
+
+
+def test_a_footnote_number_glued_to_its_first_word_is_dropped() -> None:
+    body = "The corpus covers many fields of study and was built from the papers of several publishers and"
+    page = "\n".join(
+        [body, body, "archives.", "8The papers included in the corpus are a curated subset of a graph.", "3D"]
+    )
+    [cleaned] = clean_pdf_pages([page])
+    assert "\n\nThe papers included in the corpus" in cleaned and "8The" not in cleaned, cleaned
+    assert cleaned.endswith("3D")
