@@ -443,12 +443,22 @@ def _names(question: str) -> tuple[list[re.Match[str]], torch.Tensor]:
 
 def named_documents(index: CollectionIndex, question: str) -> tuple[int, ...]:
     """The rows of ``index``'s documents that ``question`` names — a capitalised word of it (the first aside) is in
-    all of the document's passages' word bags, which hold its title and file name ("What does the PaperMage paper
-    propose?", "How many employees does Borealis have?") — when that is some of the documents, not all."""
+    its title or file name ("What does the PaperMage paper propose?", "How many employees does Borealis have?") —
+    when that is some of the documents, not all. A title word is in all of the document's passages' word bags, which
+    hold the title, and missing from the text of one passage at least: a speaker's label that every passage of a
+    transcript holds ("Industrial Designer: …") names no document. A word the text of another document uses too is
+    a topic, not a name ("COVID" over meetings, one of them filed as covid_2)."""
     _, ids = _names(question)
     if ids.numel() == 0 or not index.passages:
         return ()
-    named = held_everywhere(index.passage_words, index.passage_document, ids).any(dim=0)  # (D,)
+    everywhere = held_everywhere(index.passage_words, index.passage_document, ids)  # (Q, D)
+    first = index.passage_first
+    owner = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) passage of each
+    absent = (held_share(index.sentence_words, owner, ids) == 0).float()  # (Q, P): not in the passage's text
+    untold = torch.zeros(everywhere.shape).index_add_(1, index.passage_document, absent) > 0  # (Q, D)
+    titled = everywhere & untold  # (Q, D): the word is in the document's title
+    elsewhere = (held_share(index.sentence_words, index.sentence_document, ids) > 0) & ~titled  # other texts' word
+    named = titled[~elsewhere.any(dim=1)].any(dim=0)  # (D,): by words no other document's text uses ("COVID")
     return tuple(torch.nonzero(named).flatten().tolist()) if not named.all() else ()
 
 

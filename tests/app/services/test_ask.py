@@ -436,9 +436,9 @@ def test_the_words_naming_a_document_are_left_to_the_lexical_term(checkpoint: Pa
 
 
 def test_a_question_naming_a_document_reads_it_first_and_fragments_come_last(checkpoint: Path) -> None:
-    """A capitalised word of the question in every passage of some documents (their titles) puts those documents'
-    passages first; a passage without a whole sentence (a table cell, a heading left alone) comes after every
-    passage that has one."""
+    """A capitalised word of the question in the titles of some documents, and in no other document's text, puts
+    those documents' passages first; a passage without a whole sentence (a table cell, a heading left alone) comes
+    after every passage that has one."""
     from model.inference.qa import Question, named_documents, ranked_hits
     from model.research.evaluation.passages import document_text
 
@@ -447,11 +447,14 @@ def test_a_question_naming_a_document_reads_it_first_and_fragments_come_last(che
         document_text(name, "\n\n".join(paragraphs), f"{name.split('-')[0].title()} Form 10-K {name}")
         for name, paragraphs in FILINGS.items()
     ]
-    documents.append(document_text("whales", "Blowhole\n\n" + "\n\n".join(PARAGRAPHS["whales.txt"]), "Whales"))
+    whales = "Blowhole\n\n" + "\n\n".join(PARAGRAPHS["whales.txt"])
+    documents.append(document_text("whales", whales, "Whales and their networks"))
     index = CollectionIndex.build(model, documents)
     acme = index.document_ids.index(next(name for name in FILINGS if name.startswith("acme")))
     assert named_documents(index, "How many employees does Acme have?") == (acme,)
     assert named_documents(index, "How many employees are there?") == ()
+    assert named_documents(index, "What do Whales eat?") == (index.document_ids.index("whales"),)
+    assert named_documents(index, "Which Networks are there?") == ()  # the filings' text says "network": a topic
     filings = tuple(sorted(index.document_ids.index(name) for name in FILINGS))
     assert named_documents(index, "What does the Form say?") == filings  # in two of the three titles
     owner = index.passage_document.tolist()
