@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import dates as mdates
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, NullFormatter
+from matplotlib.ticker import NullFormatter
 
 from app.services import Services, UserError
 from app.ui.common import PRIVATE, bind, fail, user_of
@@ -131,7 +131,8 @@ def read_plot(records: list[dict[str, Any]]) -> Figure:
     read.set_ylabel("KiB (log scale)")
     for axes in (rate, read):
         axes.set_xlabel("question (in the order asked)")
-        axes.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+        axes.set_xlim(0.5, len(asks) + 0.5)
+        axes.set_xticks(np.unique(np.linspace(1, len(asks), min(len(asks), 6)).round()))  # one question: 1 alone
     return figure
 
 

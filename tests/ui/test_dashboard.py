@@ -40,3 +40,6 @@ def test_the_read_plots_number_the_questions_in_order() -> None:
         (points,) = axes.collections
         assert points.get_offsets()[:, 0].tolist() == [1, 2, 3]
         assert all(float(t).is_integer() for t in axes.get_xticks())
+    (axes, _) = read_plot(records[:1]).axes
+    ticks = [t for t in axes.get_xticks() if axes.get_xlim()[0] <= t <= axes.get_xlim()[1]]
+    assert ticks == [1.0], ticks  # one question: the tick 1, not 0.950 … 1.050
