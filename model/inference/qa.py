@@ -615,7 +615,7 @@ def ranked_hits(
     passages whose sentence it has already quoted); ``reading`` as in :func:`answer`. A question that names some of
     the documents (:attr:`Question.documents`) reads their passages first: "What does the PaperMage paper propose?"
     is answered from PaperMage even where another paper's passage says "paper" more often. A passage whose best
-    sentence is a fragment (a table's cell, a footnote's URL) comes after every passage with a whole sentence."""
+    sentence is a fragment (a table's cell, a heading left alone) comes after every passage with a whole sentence."""
     if not index.passages:
         return
     with torch.no_grad():
@@ -625,7 +625,7 @@ def ranked_hits(
         named = set(question.documents)
         owner = index.passage_document.tolist()
         ranked = sorted(ranked, key=lambda hit: owner[hit[0]] not in named)  # stable: best first within each part
-    fragments: list[Hit] = []  # passages without a sentence of MIN_SENTENCE_WORDS words ("longt5", a URL): last
+    fragments: list[Hit] = []  # passages without a sentence of MIN_SENTENCE_WORDS words ("longt5"): last
     for p, v in ranked:
         with torch.no_grad():
             hit = Hit(p, best_sentence(model, index, question, p), float(v))
