@@ -424,21 +424,68 @@ class Question:
     def encode(cls, model: Model, question: str, index: CollectionIndex | None = None) -> Question:
         """The question as the score reads it; over ``index``, the words that name one of its documents are left to
         the lexical term (:func:`without_names`)."""
-        about = without_names(index, question) if index is not None else question
+        names = Names.of(index, question) if index is not None else None  # computed once for both of its uses
+        about = names.without() if names is not None else question
         ids = question_ids(model, about)
         dense = torch.from_numpy(minilm().encode([about])[0])
         words = question_words(question)
         figure = _ASKS_FIGURE.match(question) is not None
         embedding = model.net.encode_question(ids)
         similarity = match_similarity(model.net, ids, model.match_keys)
-        named = named_documents(index, question) if index is not None else ()
+        named = names.documents() if names is not None else ()
         return cls(ids, embedding, similarity, words, dense, figure, about != question, named)
 
 
-def _names(question: str) -> tuple[list[re.Match[str]], torch.Tensor]:
-    """The question's capitalised words (the first word aside) and their distinct word ids, ascending."""
-    names = [m for m in _NAME.finditer(question) if m.start() > 0]
-    return names, torch.as_tensor(sorted({word_ids(m.group())[0] for m in names}), dtype=torch.int64)
+@dataclass
+class Names:
+    """A question's capitalised words (the first word aside) over an index, with what both of their uses read: which
+    documents hold each in every passage's word bag, and in what share of their own sentences."""
+
+    question: str
+    index: CollectionIndex
+    matches: list[re.Match[str]]
+    ids: torch.Tensor  # (Q,) their distinct word ids, ascending
+    everywhere: torch.Tensor  # (Q, D) bool: in every passage's bag of the document (which holds its title)
+    in_text: torch.Tensor  # (Q, D) the share of the document's sentences that hold it (its text, not its title)
+
+    @classmethod
+    def of(cls, index: CollectionIndex, question: str) -> Names:
+        matches = [m for m in _NAME.finditer(question) if m.start() > 0]
+        ids = torch.as_tensor(sorted({word_ids(m.group())[0] for m in matches}), dtype=torch.int64)
+        documents = len(index.document_ids)
+        if ids.numel() == 0 or not index.passages:
+            none = torch.zeros(ids.numel(), documents)
+            return cls(question, index, matches, ids, none.bool(), none)
+        everywhere = held_everywhere(index.passage_words, index.passage_document, ids)
+        in_text = held_share(index.sentence_words, index.sentence_document, ids)
+        return cls(question, index, matches, ids, everywhere, in_text)
+
+    def without(self) -> str:
+        """The question without the words that name a document of the index (:func:`without_names`)."""
+        named = self.ids[(self.everywhere & (self.in_text < MAX_NAME_SHARE)).any(dim=1)].tolist()
+        if not named:
+            return self.question
+        kept, at = [], 0
+        for m in self.matches:
+            if word_ids(m.group())[0] in named:
+                kept.append(self.question[at : m.start()])
+                at = m.end()
+        about = " ".join("".join([*kept, self.question[at:]]).split())
+        return about if not torch.isin(question_words(about), stopword_ids()).all() else self.question
+
+    def documents(self) -> tuple[int, ...]:
+        """The rows of the index's documents the question names (:func:`named_documents`)."""
+        index = self.index
+        if not self.everywhere.any():
+            return ()
+        first = index.passage_first
+        owner = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) passage of each
+        absent = (held_share(index.sentence_words, owner, self.ids) == 0).float()  # (Q, P): not in the passage's text
+        untold = torch.zeros(self.everywhere.shape).index_add_(1, index.passage_document, absent) > 0  # (Q, D)
+        titled = self.everywhere & untold  # (Q, D): the word is in the document's title
+        elsewhere = (self.in_text > 0) & ~titled  # (Q, D): another document's text uses it
+        named = titled[~elsewhere.any(dim=1)].any(dim=0)  # (D,): by words no other document's text uses ("COVID")
+        return tuple(torch.nonzero(named).flatten().tolist()) if not named.all() else ()
 
 
 def named_documents(index: CollectionIndex, question: str) -> tuple[int, ...]:
@@ -448,18 +495,7 @@ def named_documents(index: CollectionIndex, question: str) -> tuple[int, ...]:
     hold the title, and missing from the text of one passage at least: a speaker's label that every passage of a
     transcript holds ("Industrial Designer: …") names no document. A word the text of another document uses too is
     a topic, not a name ("COVID" over meetings, one of them filed as covid_2)."""
-    _, ids = _names(question)
-    if ids.numel() == 0 or not index.passages:
-        return ()
-    everywhere = held_everywhere(index.passage_words, index.passage_document, ids)  # (Q, D)
-    first = index.passage_first
-    owner = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) passage of each
-    absent = (held_share(index.sentence_words, owner, ids) == 0).float()  # (Q, P): not in the passage's text
-    untold = torch.zeros(everywhere.shape).index_add_(1, index.passage_document, absent) > 0  # (Q, D)
-    titled = everywhere & untold  # (Q, D): the word is in the document's title
-    elsewhere = (held_share(index.sentence_words, index.sentence_document, ids) > 0) & ~titled  # other texts' word
-    named = titled[~elsewhere.any(dim=1)].any(dim=0)  # (D,): by words no other document's text uses ("COVID")
-    return tuple(torch.nonzero(named).flatten().tolist()) if not named.all() else ()
+    return Names.of(index, question).documents()
 
 
 def without_names(index: CollectionIndex, question: str) -> str:
@@ -471,19 +507,7 @@ def without_names(index: CollectionIndex, question: str) -> str:
     the name (the cover page, "Borealis Networks, Inc. designs …"). A word that the document's own sentences use
     more often (``MAX_NAME_SHARE``: "S2ORC" in the S2ORC paper, "JSON" in the json module's documentation) is its
     topic, which an answer sentence names ("S2ORC contains three times more full text papers …"), and stays."""
-    names, ids = _names(question)
-    if ids.numel() == 0 or not index.passages:
-        return question
-    everywhere = held_everywhere(index.passage_words, index.passage_document, ids)  # (Q, D)
-    in_text = held_share(index.sentence_words, index.sentence_document, ids)  # (Q, D): the text, without the title
-    named = ids[(everywhere & (in_text < MAX_NAME_SHARE)).any(dim=1)].tolist()
-    kept, at = [], 0
-    for m in names:
-        if word_ids(m.group())[0] in named:
-            kept.append(question[at : m.start()])
-            at = m.end()
-    about = " ".join("".join([*kept, question[at:]]).split())
-    return about if not torch.isin(question_words(about), stopword_ids()).all() else question
+    return Names.of(index, question).without()
 
 
 def read_term(mass: torch.Tensor) -> torch.Tensor:
