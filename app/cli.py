@@ -296,13 +296,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    serve(
-        _services(args, args.generator),
-        host=args.host,
-        port=args.port,
-        build_sample_if_empty=not args.no_sample,
-        auth=users or None,
-    )
+    if args.torchrun and int(os.environ.get("RANK", "0")) > 0:  # every rank runs this command; 1.. answer rank 0
+        from app.services.shards import worker
+
+        return worker(Path(args.home) if args.home else None, args.shard_timeout)
+    services = _services(args, args.generator)
+    group = None
+    if args.shards > 1 or args.torchrun:
+        from app.services.shards import ShardGroup
+
+        library, indexes = services.ask.library, services.indexes
+        if args.torchrun:
+            group = ShardGroup.from_env(library, indexes, args.shard_timeout)
+        else:
+            group = ShardGroup.spawn(library, indexes, args.shards, args.shard_timeout)
+        services.ask.use_shards(group)
+        print(f"IndexPool reads over {group.size} shards (ranks of torch.distributed, gloo)", flush=True)
+    try:
+        serve(services, host=args.host, port=args.port, build_sample_if_empty=not args.no_sample, auth=users or None)
+    finally:
+        if group is not None:
+            group.close()
     return 0
 
 
@@ -484,6 +498,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a non-loopback --host without --auth (everyone reaching the port sees the library)",
     )
     serve.add_argument("--port", type=positive_int, default=7860)
+    serve.add_argument(
+        "--shards",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="spread the documents over N ranks of torch.distributed on this machine (README: Shards)",
+    )
+    serve.add_argument(
+        "--torchrun",
+        action="store_true",
+        help="run as one rank of a torchrun group (rank 0 serves the app; README: Shards)",
+    )
+    serve.add_argument(
+        "--shard-timeout",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="seconds after which a silent rank counts as stalled (default: 20)",
+    )
     serve.add_argument("--no-sample", action="store_true", help="do not build the sample library on first start")
     serve.add_argument(
         "--generator",

@@ -162,6 +162,12 @@ class Library:
             )
             return [(i, h, owner) for i, h, owner in session.execute(query.order_by(Document.id))]
 
+    def document_sizes(self) -> list[tuple[int, int]]:
+        """(id, tokens) of every ingested document of the library, oldest first (how shards are assigned)."""
+        with self.session() as session:
+            query = select(Document.id, Document.tokens).where(Document.status == "ingested").order_by(Document.id)
+            return [(i, tokens) for i, tokens in session.execute(query)]
+
     def document(self, document_id: int, with_text: bool = False, user: str | None = None) -> Document | None:
         """The document, None when absent or (given ``user``) in a collection ``user`` may not read."""
         with self.session() as session:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.generators import GeneratorError, parse_generator
 from app.services.errors import UserError, storage_errors
@@ -31,6 +32,11 @@ from app.services.sessions import SessionService
 from model.network.paths import indexpool_checkpoint
 from storage.library import Library
 from storage.metrics import MetricStore
+
+if TYPE_CHECKING:
+    from app.services.shards import ShardGroup
+    from model.inference.qa import Cited
+    from model.network.checkpoint import Model
 
 NO_ANSWER = "No sentence in the chosen collections matches the question."
 LOW_CONFIDENCE = (
@@ -143,12 +149,14 @@ class BM25Reader:
 class IndexPoolReader:
     """The trained model: citations are the best sentences of the best-scoring passages; the answer is the cited
     sentence of the best passage, followed by the second's when its score is within ``answer_margin`` of the best (and,
-    when the question names a document, the second is of the same document as the first)."""
+    when the question names a document, the second is of the same document as the first). With ``shards`` (a
+    :class:`~app.services.shards.ShardGroup`) every rank reads its own documents and the answer is the same."""
 
     name = "indexpool"
 
     def __init__(self, library: Library, indexes: IndexService, answer_margin: float = 0.5) -> None:
         self.library, self.indexes, self.answer_margin = library, indexes, answer_margin
+        self.shards: ShardGroup | None = None
 
     def answer(self, collections: list[str], question: str, top_k: int, user: str = "") -> Answer:
         timings: dict[str, float] = {}
@@ -163,20 +171,20 @@ class IndexPoolReader:
                         entries.append((collection, document.id, document.content_hash))
         if not entries:
             return Answer(NO_ANSWER, [], self.name, {"load": _ms(started)})
-        from model.inference.qa import (  # torch: only when the model reads (the CLI starts fast)
-            Hit,
-            Question,
-            is_confident,
-            ranked_hits,
-            read,
-        )
-        from model.network.checkpoint import CheckpointMissing, load_model
+        from model.network.checkpoint import CheckpointMissing, load_model  # torch: only when the model reads
 
         try:
             model = load_model()
         except CheckpointMissing as error:
             raise UserError(f"{error}; use --reader bm25") from error
         timings["load"] = _ms(started)
+        if self.shards is not None:
+            asking = time.perf_counter()
+            with self.shards.question(model, question, entries, user) as (stream, names_document, stats):
+                timings["shards"] = _ms(asking)
+                return self._answer(model, stream, names_document, stats, sources, top_k, timings)
+        from model.inference.qa import Question, cited, read
+
         indexing = time.perf_counter()  # the documents' indexes and read caches: memory, files, or built now
         index = self.indexes.index(model, entries)
         cache = self.indexes.read_cache(model, entries, user)
@@ -187,35 +195,6 @@ class IndexPoolReader:
         reading = read(model, index, cache, q)
         for stage, ms in reading.timings_ms.items():
             timings[f"read_{stage}"] = ms
-        scoring = time.perf_counter()
-        ranking = ranked_hits(model, index, q, reading)
-        hits: list[Hit] = []
-        citations: list[Citation] = []
-        quoted: set[str] = set()
-        while len(citations) < top_k:  # a sentence quoted before (boilerplate, a risk factor on every page): skipped
-            batch = list(itertools.islice(ranking, top_k - len(citations)))  # as many as still wanted
-            if not batch:
-                break
-            refs = [
-                (
-                    int(index.document_ids[int(index.sentence_document[h.sentence])]),
-                    int(index.sentence_number[h.sentence]),
-                )
-                for h in batch
-            ]
-            with storage_errors():
-                sentences = self.library.sentences_at(refs)
-            for s, h in zip(sentences, batch, strict=True):
-                text = " ".join(s.text.split())
-                if text not in quoted:
-                    quoted.add(text)
-                    hits.append(h)
-                    citations.append(
-                        Citation(
-                            s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4)
-                        )
-                    )
-        timings["score"] = _ms(scoring)
         stats = {
             "tier2_hits": reading.tiers.hits,
             "tier2_misses": reading.tiers.misses,
@@ -228,20 +207,52 @@ class IndexPoolReader:
             "compressed": cache.compressed,
             "device": "cpu",
         }
+        return self._answer(model, cited(model, index, q, reading), q.names_document, stats, sources, top_k, timings)
+
+    def _answer(
+        self,
+        model: Model,
+        ranking: Iterator[Cited],
+        names_document: bool,
+        stats: dict[str, Any],
+        sources: dict[int, tuple[str, str]],
+        top_k: int,
+        timings: dict[str, float],
+    ) -> Answer:
+        """The answer from the ranked citations: the first ``top_k`` distinct sentences, the best one or two quoted."""
+        scoring = time.perf_counter()
+        hits: list[Cited] = []
+        citations: list[Citation] = []
+        quoted: set[str] = set()
+        while len(citations) < top_k:  # a sentence quoted before (boilerplate, a risk factor on every page): skipped
+            batch = list(itertools.islice(ranking, top_k - len(citations)))  # as many as still wanted
+            if not batch:
+                break
+            with storage_errors():
+                sentences = self.library.sentences_at([(int(h.document_id), h.sentence_number) for h in batch])
+            for s, h in zip(sentences, batch, strict=True):
+                text = " ".join(s.text.split())
+                if text not in quoted:
+                    quoted.add(text)
+                    hits.append(h)
+                    citations.append(
+                        Citation(
+                            s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4)
+                        )
+                    )
+        timings["score"] = _ms(scoring)
         if not hits:
             return Answer(NO_ANSWER, [], self.name, timings, read=stats)
-        citing = time.perf_counter()
         chosen = [citations[0]]
         same_document = len(citations) > 1 and citations[1].doc == citations[0].doc
         if (
             len(citations) > 1
             and citations[1].score >= citations[0].score - self.answer_margin
-            and (same_document or not q.names_document)  # "… does Borealis have?": Borealis's figures alone
+            and (same_document or not names_document)  # "… does Borealis have?": Borealis's figures alone
         ):
             chosen.append(citations[1])
-        confident, held = is_confident(model, index, q, hits[0].passage)
-        timings["cite"] = _ms(citing)
-        if not confident:
+        if not hits[0].confident:
+            held = hits[0].held
             text = LOW_CONFIDENCE.format(held=held, needed=model.weights.min_coverage) if held else NO_SHARED_WORDS
             return Answer(text, citations, self.name, timings, read=stats, confident=False)
         return Answer(_quote(chosen), citations, self.name, timings, read=stats)
@@ -261,6 +272,10 @@ class AskService:
         self.readers = {"bm25": BM25Reader(library), "indexpool": IndexPoolReader(library, indexes)}
         self.metrics = MetricStore(library)
         self.generator = check_generator(generator)
+
+    def use_shards(self, group: ShardGroup) -> None:
+        """Answer with the IndexPool reader over ``group``'s ranks (``serve --shards``)."""
+        self.readers["indexpool"].shards = group  # type: ignore[attr-defined]
 
     @staticmethod
     def available_readers() -> list[str]:

@@ -34,13 +34,18 @@ on the development domains, each question over its set's corpus and over its own
 each of the best k passages, the sentence that best answers the question (the match, semantic, lexical and sentence
 terms over the passage's sentences): a sentence of the library, named by its document and its index among the
 document's sentences; it is a confident answer when :func:`is_confident` says so.
+
+An index may be one shard of a collection (``app.services.shards``): a question encoded with the shards' ``Total``
+(``Question.encode(model, q, shard_index, total)``) sums with the other shards every statistic a score reads beyond
+its own passage — which words name a document, the word and piece frequencies, each term's mean and deviation — so
+each shard's scores are the whole collection's, and :func:`cited` streams, merged by their ``order``, are its ranking.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -179,6 +184,33 @@ class CollectionIndex:
         if not documents:
             raise ValueError("an index needs at least one document")
         return cls.concat([cls._encode(model, document) for document in documents])
+
+    @classmethod
+    def empty(cls, model: Model) -> CollectionIndex:
+        """The index of no document: a shard's part of a question over documents that are all on other shards."""
+        none = np.zeros(0, np.int64)
+        embedding = model.net.evidence.embed_spans(torch.zeros(0, model.net.cfg.d_model))
+        return cls(
+            weights_id=model.net.cfg.weights_id,
+            document_ids=[],
+            sentence_document=_int(none),
+            sentence_number=_int(none),
+            sentence_spans=_int(none, 2),
+            passage_first=_int([0]),
+            passage_spans=_int(none, 2),
+            passage_emb=embedding,
+            sentence_emb=embedding,
+            passage_dense=torch.zeros(0, DENSE_DIM).half(),
+            sentence_dense=torch.zeros(0, DENSE_DIM).half(),
+            passage_tokens=TokenBags.build([]),
+            sentence_tokens=TokenBags.build([]),
+            passage_words=WordBags.build([]),
+            sentence_words=WordBags.build([]),
+            vocab_size=model.net.cfg.vocab_size,
+            passage_token_spans=_int(none, 2),
+            document_tokens=_int(none),
+            stores=[],
+        )
 
     @classmethod
     def _encode(cls, model: Model, document: DocumentText) -> CollectionIndex:
@@ -369,8 +401,40 @@ def _int(values: np.ndarray, width: int = 0) -> torch.Tensor:
 # ---------------------------------------------------------------------- the evidence score
 
 
+Total = Callable[[torch.Tensor], torch.Tensor]
+"""Sums a float64 tensor over the shards of a collection (``app.services.shards``: an all-reduce over the ranks):
+the collection-wide statistics — word and piece frequencies, the terms' means and deviations, which words name a
+document — that make a shard's scores those of the whole collection."""
+
+
+def alone(x: torch.Tensor) -> torch.Tensor:
+    """The :data:`Total` of a collection held whole."""
+    return x
+
+
+def _zscores(terms: dict[str, torch.Tensor], total: Total = alone) -> dict[str, torch.Tensor]:
+    """Each term z-scored over the collection's spans (over all shards: one sum of their counts, sums and sums of
+    squares, in float64).  {name: (P,)} → {name: (P,)}"""
+    stats = total(
+        torch.stack(
+            [
+                torch.stack([v.new_tensor(v.numel()), v.sum(), (v * v).sum()])
+                for v in (t.double() for t in terms.values())
+            ]
+        )
+    )  # (T, 3)
+    scored = {}
+    for (name, x), (n, s, ss) in zip(terms.items(), stats.tolist(), strict=True):
+        if n < 2:
+            scored[name] = x * 0
+            continue
+        mean, var = s / n, max(ss - s * s / n, 0.0) / (n - 1)
+        scored[name] = ((x.double() - mean) / max(var**0.5, 1e-6)).float()
+    return scored
+
+
 def _zscore(x: torch.Tensor) -> torch.Tensor:
-    return (x - x.mean()) / x.std().clamp_min(1e-6) if x.numel() > 1 else x * 0
+    return _zscores({"x": x})["x"]
 
 
 def question_ids(model: Model, question: str) -> torch.Tensor:
@@ -410,21 +474,55 @@ class Question:
     asks_figure: bool = False  # "How many …": the cited sentence should quote a figure
     names_document: bool = False  # it names a document of the index it was encoded for (:func:`without_names`)
     documents: tuple[int, ...] = ()  # rows of that index's documents whose title it names (:func:`named_documents`)
-    _counted: tuple[CollectionIndex, Frequencies] | None = field(default=None, repr=False, compare=False)
+    some_named: bool = False  # it names some documents of the collection, maybe all on other shards than the index
+    total: Total = field(default=alone, repr=False, compare=False)  # the index is a shard: sums over the shards
+    _counted: tuple[CollectionIndex, Frequencies, torch.Tensor] | None = field(default=None, repr=False, compare=False)
 
     def frequencies(self, index: CollectionIndex) -> Frequencies:
-        """The question's word frequencies over ``index``'s passages, counted once per index (the lexical term, the
-        cited sentences' lexical term and the coverage all weigh words by them)."""
+        """The question's word frequencies over ``index``'s passages (over every shard's, when ``index`` is one),
+        counted once per index (the lexical term, the cited sentences' lexical term and the coverage all weigh
+        words by them)."""
+        return self._count(index)[1]
+
+    def idf(self, index: CollectionIndex) -> torch.Tensor:
+        """(V,) the pieces' inverse document frequency over ``index``'s passages (every shard's, when it is one):
+        the match head's question weights."""
+        return self._count(index)[2]
+
+    def _count(self, index: CollectionIndex) -> tuple[CollectionIndex, Frequencies, torch.Tensor]:
         if self._counted is None or self._counted[0] is not index:
-            self._counted = (index, Frequencies.over(index.passage_words, self.words))
-        return self._counted[1]
+            words = Frequencies.over(index.passage_words, self.words)
+            if self.total is alone:
+                self._counted = (index, words, index.idf)
+            else:  # one sum for both: the words' and the pieces' document frequencies, the passages and their words
+                df = np.bincount(index.passage_tokens.token_ids.numpy(), minlength=index.vocab_size)
+                summed = self.total(
+                    torch.cat(
+                        [
+                            words.df.double(),
+                            torch.from_numpy(df).double(),
+                            torch.tensor(
+                                [float(words.spans), float(index.passage_words.lengths.sum())], dtype=torch.float64
+                            ),
+                        ]
+                    )
+                )
+                q, spans, length = words.df.shape[0], float(summed[-2]), float(summed[-1])
+                words = Frequencies(summed[:q].float(), int(spans), length / spans if spans else 0.0)
+                pieces = summed[q:-2].numpy()
+                idf = torch.as_tensor(np.log1p((spans - pieces + 0.5) / (pieces + 0.5)), dtype=torch.float32)
+                self._counted = (index, words, idf)
+        return self._counted
 
     @classmethod
     @torch.no_grad()
-    def encode(cls, model: Model, question: str, index: CollectionIndex | None = None) -> Question:
+    def encode(
+        cls, model: Model, question: str, index: CollectionIndex | None = None, total: Total = alone
+    ) -> Question:
         """The question as the score reads it; over ``index``, the words that name one of its documents are left to
-        the lexical term (:func:`without_names`)."""
-        names = Names.of(index, question) if index is not None else None  # computed once for both of its uses
+        the lexical term (:func:`without_names`). ``total``: ``index`` is a shard of a collection (its shards all
+        encode the question at once, and sum their statistics with it)."""
+        names = Names.of(index, question, total) if index is not None else None  # once for both of its uses
         about = names.without() if names is not None else question
         ids = question_ids(model, about)
         dense = torch.from_numpy(minilm().encode([about])[0])
@@ -433,7 +531,8 @@ class Question:
         embedding = model.net.encode_question(ids)
         similarity = match_similarity(model.net, ids, model.match_keys)
         named = names.documents() if names is not None else ()
-        return cls(ids, embedding, similarity, words, dense, figure, about != question, named)
+        some = names is not None and names.some_named
+        return cls(ids, embedding, similarity, words, dense, figure, about != question, named, some, total)
 
 
 @dataclass
@@ -447,22 +546,28 @@ class Names:
     ids: torch.Tensor  # (Q,) their distinct word ids, ascending
     everywhere: torch.Tensor  # (Q, D) bool: in every passage's bag of the document (which holds its title)
     in_text: torch.Tensor  # (Q, D) the share of the document's sentences that hold it (its text, not its title)
+    total: Total = alone  # the index is a shard: the other shards' documents count too
+    some_named: bool = False  # set by :meth:`documents`: it names some documents of the collection (of any shard)
 
     @classmethod
-    def of(cls, index: CollectionIndex, question: str) -> Names:
+    def of(cls, index: CollectionIndex, question: str, total: Total = alone) -> Names:
         matches = [m for m in _NAME.finditer(question) if m.start() > 0]
         ids = torch.as_tensor(sorted({word_ids(m.group())[0] for m in matches}), dtype=torch.int64)
         documents = len(index.document_ids)
         if ids.numel() == 0 or not index.passages:
             none = torch.zeros(ids.numel(), documents)
-            return cls(question, index, matches, ids, none.bool(), none)
+            return cls(question, index, matches, ids, none.bool(), none, total)
         everywhere = held_everywhere(index.passage_words, index.passage_document, ids)
         in_text = held_share(index.sentence_words, index.sentence_document, ids)
-        return cls(question, index, matches, ids, everywhere, in_text)
+        return cls(question, index, matches, ids, everywhere, in_text, total)
+
+    def _any(self, held: torch.Tensor) -> torch.Tensor:
+        """(Q, D) bool → (Q,) bool: held by some document of the collection (of any shard)."""
+        return self.total(held.any(dim=1).double()) > 0
 
     def without(self) -> str:
         """The question without the words that name a document of the index (:func:`without_names`)."""
-        named = self.ids[(self.everywhere & (self.in_text < MAX_NAME_SHARE)).any(dim=1)].tolist()
+        named = self.ids[self._any(self.everywhere & (self.in_text < MAX_NAME_SHARE))].tolist()
         if not named:
             return self.question
         kept, at = [], 0
@@ -476,7 +581,7 @@ class Names:
     def documents(self) -> tuple[int, ...]:
         """The rows of the index's documents the question names (:func:`named_documents`)."""
         index = self.index
-        if not self.everywhere.any():
+        if self.total is alone and not self.everywhere.any():  # a shard sums with the others whatever it holds
             return ()
         first = index.passage_first
         owner = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) passage of each
@@ -484,8 +589,10 @@ class Names:
         untold = torch.zeros(self.everywhere.shape).index_add_(1, index.passage_document, absent) > 0  # (Q, D)
         titled = self.everywhere & untold  # (Q, D): the word is in the document's title
         elsewhere = (self.in_text > 0) & ~titled  # (Q, D): another document's text uses it
-        named = titled[~elsewhere.any(dim=1)].any(dim=0)  # (D,): by words no other document's text uses ("COVID")
-        return tuple(torch.nonzero(named).flatten().tolist()) if not named.all() else ()
+        named = titled[~self._any(elsewhere)].any(dim=0)  # (D,): by words no other document's text uses ("COVID")
+        every = self.total(torch.tensor([float(named.sum()), float(named.numel())], dtype=torch.float64))
+        self.some_named = 0 < every[0] < every[1]
+        return tuple(torch.nonzero(named).flatten().tolist()) if every[0] < every[1] else ()
 
 
 def named_documents(index: CollectionIndex, question: str) -> tuple[int, ...]:
@@ -511,30 +618,30 @@ def without_names(index: CollectionIndex, question: str) -> str:
 
 
 def read_term(mass: torch.Tensor) -> torch.Tensor:
-    """The read's evidence term from the attention mass of each passage.  (P,) → (P,) z-scored"""
-    return _zscore((mass + READ_FLOOR).log())
+    """The read's evidence term from the attention mass of each passage, before z-scoring.  (P,) → (P,)"""
+    return (mass + READ_FLOOR).log()
 
 
 @torch.no_grad()
 def evidence_terms(
     model: Model, index: CollectionIndex, question: Question, read: ReadResult | None = None
 ) -> dict[str, torch.Tensor]:
-    """The z-scored terms of the evidence score of every passage.
-    → {"match", "semantic", "doc", "lexical", "dense", "sentence"[, "read"]}: (P,)"""
+    """The z-scored terms of the evidence score of every passage (z-scored over every shard's passages when the
+    question was encoded for a shard). → {"match", "semantic", "doc", "lexical", "dense", "sentence"[, "read"]}: (P,)"""
     net = model.net
-    match = match_scores(net, question.similarity, index.passage_tokens, index.idf)
+    match = match_scores(net, question.similarity, index.passage_tokens, question.idf(index))
     documents = index.passage_document
     terms = {
-        "match": _zscore(net.match.logits(match, documents, len(index.document_ids))),
-        "semantic": _zscore(index.passage_emb @ question.embedding),
-        "doc": _zscore(index.document_emb[documents] @ question.embedding),
-        "lexical": _zscore(bm25(index.passage_words, question.words, question.frequencies(index))),
-        "dense": _zscore(cosines(index.passage_dense, question.dense)),
-        "sentence": _zscore(best_of_passage(index, cosines(index.sentence_dense, question.dense))),
+        "match": net.match.logits(match, documents, len(index.document_ids)),
+        "semantic": index.passage_emb @ question.embedding,
+        "doc": index.document_emb[documents] @ question.embedding,
+        "lexical": bm25(index.passage_words, question.words, question.frequencies(index)),
+        "dense": cosines(index.passage_dense, question.dense),
+        "sentence": best_of_passage(index, cosines(index.sentence_dense, question.dense)),
     }
     if read is not None:
         terms["read"] = read_term(read.mass)
-    return terms
+    return _zscores(terms, question.total)
 
 
 def cosines(vectors: torch.Tensor, query: torch.Tensor, rows: int = 8192) -> torch.Tensor:
@@ -586,7 +693,7 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
     any, and when the question asks for a figure ("How many employees …"), among those that quote one if any."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
-    match = match_scores(model.net, question.similarity, bags, index.idf)
+    match = match_scores(model.net, question.similarity, bags, question.idf(index))
     semantic = index.sentence_emb[first:last] @ question.embedding
     lexical = bm25(index.sentence_words.slice(first, last), question.words, question.frequencies(index))
     dense = index.sentence_dense[first:last].float() @ question.dense
@@ -639,11 +746,12 @@ def ranked_hits(
     passages whose sentence it has already quoted); ``reading`` as in :func:`answer`. A question that names some of
     the documents (:attr:`Question.documents`) reads their passages first: "What does the PaperMage paper propose?"
     is answered from PaperMage even where another paper's passage says "paper" more often. A passage whose best
-    sentence is a fragment (a table's cell, a heading left alone) comes after every passage with a whole sentence."""
-    if not index.passages:
-        return
+    sentence is a fragment (a table's cell, a heading left alone) comes after every passage with a whole sentence.
+    The passages are scored at the first ``next``: over every shard, together with the other shards, when
+    ``question`` was encoded for a shard."""
     with torch.no_grad():
-        order = evidence_score(model, evidence_terms(model, index, question, reading)).topk(index.passages)
+        score = evidence_score(model, evidence_terms(model, index, question, reading))
+        order = torch.sort(score, descending=True, stable=True)  # equal scores: in the index's order
     ranked = list(zip(order.indices.tolist(), order.values.tolist(), strict=True))
     if question.documents:
         named = set(question.documents)
@@ -658,6 +766,46 @@ def ranked_hits(
         else:
             fragments.append(hit)
     yield from fragments
+
+
+@dataclass(frozen=True)
+class Cited:
+    """A ranked passage's cited sentence as the library names it, with what the answer needs of it: what each shard
+    sends of its best passages, and what rank 0 merges them by (``app.services.shards``): each shard's passages are
+    scored as in the whole collection, so the merge of the shards' streams by ``order`` is the collection's ranking."""
+
+    document_id: str  # the document's id in the library (a row of ``CollectionIndex.document_ids``)
+    sentence_number: int  # among the document's sentences
+    score: float
+    order: tuple[bool, bool, float, int, int]  # the ranking's: (a fragment, not of a named document, −score, document
+    # id, the passage's start in it); equal scores in the index's order (documents by id)
+    confident: bool  # an answer whose best passage is this one is confident (:func:`is_confident`)
+    held: float  # the share of the question's word weight the passage holds
+
+
+def cited(
+    model: Model, index: CollectionIndex, question: Question, reading: ReadResult | None = None
+) -> Iterator[Cited]:
+    """:func:`ranked_hits` as the library names them, best first."""
+    named = set(question.documents)
+    for hit in ranked_hits(model, index, question, reading):
+        document = int(index.sentence_document[hit.sentence])
+        fragment = bool(index.sentence_words.lengths[hit.sentence] < MIN_SENTENCE_WORDS)
+        confident, held = is_confident(model, index, question, hit.passage)
+        yield Cited(
+            index.document_ids[document],
+            int(index.sentence_number[hit.sentence]),
+            hit.score,
+            (
+                fragment,
+                question.some_named and document not in named,
+                -hit.score,
+                int(index.document_ids[document]),
+                int(index.passage_spans[hit.passage, 0]),
+            ),
+            confident,
+            held,
+        )
 
 
 def answer(

@@ -113,8 +113,9 @@ class TokenMatchHead(nn.Module):
     def logits(self, match: torch.Tensor, document: torch.Tensor, n_documents: int) -> torch.Tensor:
         """Passage logits with the document term.  match (P,), document (P,) int64 → (P,)"""
         scaled = match * self.log_scale.exp()
-        shifted = (scaled - scaled.max().detach()).exp()
-        per_doc = scaled.new_zeros(n_documents).index_add(0, document, shifted).clamp_min(1e-30).log()
+        top = scaled.new_full((n_documents,), float("-inf")).scatter_reduce(0, document, scaled.detach(), "amax")
+        shifted = (scaled - top[document]).exp()  # each document's own log-sum-exp: no other document shifts it
+        per_doc = scaled.new_zeros(n_documents).index_add(0, document, shifted).log() + top.clamp_min(-1e30)
         return scaled + self.doc_weight * per_doc[document]
 
 

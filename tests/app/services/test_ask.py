@@ -125,8 +125,7 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
     answer = services.ask.ask(["notes"], "How do whales breathe?", top_k=4)
     assert answer.reader == "indexpool"
     assert list(answer.timings_ms) == [
-        "load", "index", "encode_question", "read_select", "read_fetch", "read_attend", "read_other", "score", "cite",
-        "total",
+        "load", "index", "encode_question", "read_select", "read_fetch", "read_attend", "read_other", "score", "total",
     ]  # fmt: skip
     assert answer.read["tokens_read"] > 0 and answer.read["tier2_misses"] > 0 and answer.read["device"] == "cpu"
     stages = sum(ms for name, ms in answer.timings_ms.items() if name != "total")  # every millisecond is named
