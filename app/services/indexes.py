@@ -140,6 +140,8 @@ class IndexService:
         self._thread: threading.Thread | None = None
         self._weights_id: str | None = None  # known once the model is loaded
         self._tiers: KVTiers | None = None
+        self.holds: Callable[[int], bool] = lambda document_id: True  # kept in memory once built or loaded (shards:
+        # only this rank's documents; the others are built into the home for their ranks and left there)
 
     # ------------------------------------------------------------------ building
 
@@ -285,7 +287,8 @@ class IndexService:
                 store = self.store.load_store(store_key(model), document_id, content_hash)
                 if store is not None:  # read from the memory-mapped files from now on, not the encoder's arrays
                     index.stores = [DocumentStore(*store)]
-            self._remember(self._documents, key, index, MEMORY_DOCUMENTS)
+            if self.holds(document_id):
+                self._remember(self._documents, key, index, MEMORY_DOCUMENTS)
             return index
 
     def document_entries(
@@ -301,7 +304,8 @@ class IndexService:
             (store,) = self.document_index(model, document_id, content_hash).stores
             entries = DocumentEntries.pool(store, cache_config(settings), model)
             self.store.save_entries(store_key(model), key, document_id, content_hash, entries.to_arrays())
-        self._remember(self._entries, (document_id, content_hash, key), entries, MEMORY_DOCUMENTS)
+        if self.holds(document_id):
+            self._remember(self._entries, (document_id, content_hash, key), entries, MEMORY_DOCUMENTS)
         return entries
 
     def _stored_entries(

@@ -46,7 +46,7 @@ import torch
 import torch.distributed as dist
 
 from app.services.errors import UserError
-from app.services.indexes import IndexService
+from app.services.indexes import IndexService, cache_key
 from storage.library import Library
 
 if TYPE_CHECKING:
@@ -208,6 +208,9 @@ class ShardGroup:
         self._lock = threading.Lock()  # one question at a time: the ranks run its steps in lockstep
         self._asked = 0
         self.broken: str | None = None  # why the group is closed
+        self._plan: dict[int, int] = {}  # document id → rank, as of the last question
+        self._built: set[tuple[int, str, str]] = set()  # (document id, content hash, cache settings) in the home
+        indexes.holds = lambda document_id: self._plan.get(document_id) == 0  # rank 0 keeps its own documents alone
 
     # ------------------------------------------------------------------ starting
 
@@ -280,12 +283,15 @@ class ShardGroup:
         with self._lock:
             if self.broken is not None:
                 raise ShardError(f"the shard group is closed ({self.broken}): restart `indexpool serve`")
-            self.indexes.build([document_id for _, document_id, _ in entries], user=user)  # in the home, for all
-            plan = assign(self.library.document_sizes(), self.size)
+            self._plan = assign(self.library.document_sizes(), self.size)
+            settings = dict(self.indexes.settings_of(user))
+            built = {(document_id, content_hash, cache_key(settings)) for _, document_id, content_hash in entries}
+            self.indexes.build([document_id for document_id, _, _ in built - self._built], user=user)  # in the home
+            self._built |= built
             per_rank: list[list[tuple[str, int, str]]] = [[] for _ in range(self.size)]
             for entry in entries:
-                per_rank[plan.get(entry[1], 0)].append(entry)
-            request = Request(question, user, dict(self.indexes.settings_of(user)), per_rank)
+                per_rank[self._plan.get(entry[1], 0)].append(entry)
+            request = Request(question, user, settings, per_rank)
             self._asked += 1
             asked = self._asked
             try:
