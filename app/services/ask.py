@@ -180,7 +180,7 @@ class IndexPoolReader:
         timings["load"] = _ms(started)
         if self.shards is not None:
             asking = time.perf_counter()
-            with self.shards.question(model, question, entries, user) as (stream, names_document, stats):
+            with self.shards.question(model, question, entries, user, top_k) as (stream, names_document, stats):
                 timings["shards"] = _ms(asking)
                 return self._answer(model, stream, names_document, stats, sources, top_k, timings)
         from model.inference.qa import Question, cited, read

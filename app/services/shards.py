@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from model.network.checkpoint import Model
 
 DEFAULT_TIMEOUT_S = 20.0  # a rank silent this long has stalled
-BATCH = 8  # candidates a rank sends per round (the answer's top-k, and a few for sentences quoted twice)
 HEARTBEAT_S = 1.0
 STOP = b"stop"  # posted in place of a question: the ranks end
 log = logging.getLogger(__name__)
@@ -106,6 +105,7 @@ class Request:
     """What rank 0 posts for a question: the same for every rank but ``entries``, each rank's documents."""
 
     question: str
+    top_k: int  # candidates each rank sends per round: as many as the answer cites
     user: str
     settings: dict[str, Any]  # the user's cache settings (tier 1's configuration, tier 2's budget)
     entries: list[list[tuple[str, int, str]]]  # per rank: (collection, document id, content hash)
@@ -116,6 +116,7 @@ class Part:
     """A rank's side of a question: its ranked citations and its read's figures."""
 
     stream: Iterator[Cited]
+    batch: int  # candidates per round
     names_document: bool
     read: dict[str, Any] = field(default_factory=dict)
 
@@ -148,25 +149,25 @@ def _answer_part(indexes: IndexService, model: Model, request: Request, comm: _C
         reading = None  # no term: the same on every rank, which sum the same statistics
     elif reading is None:
         reading = ReadResult(torch.zeros(0), 0, TierStats(), {})
-    return Part(cited(model, index, question, reading), question.names_document, stats)
+    return Part(cited(model, index, question, reading), request.top_k, question.names_document, stats)
 
 
 def _first_round(part: Part, comm: _Comm) -> tuple[list[dict[str, Any]], list[list[Cited]]]:
-    """Every rank: its read's figures and its first BATCH candidates, gathered (the passages are scored here)."""
-    gathered = comm.gather((part.read, list(itertools.islice(part.stream, BATCH))))
+    """Every rank: its read's figures and its first candidates, gathered (the passages are scored here)."""
+    gathered = comm.gather((part.read, list(itertools.islice(part.stream, part.batch))))
     return [figures for figures, _ in gathered], [batch for _, batch in gathered]
 
 
 def _send_rounds(part: Part, comm: _Comm) -> None:
-    """Ranks 1..N-1: after the first round, send the next BATCH candidates for as long as rank 0 asks for more."""
+    """Ranks 1..N-1: after the first round, send the next candidates for as long as rank 0 asks for more."""
     while comm.total(torch.zeros(1))[0] > 0:
-        comm.gather(list(itertools.islice(part.stream, BATCH)))
+        comm.gather(list(itertools.islice(part.stream, part.batch)))
 
 
 def _merge(part: Part, comm: _Comm, buffers: list[list[Cited]]) -> Iterator[Cited]:
     """Rank 0: the ranks' candidates merged in the collection's order (:func:`model.inference.qa.merged`'s), a
     round more whenever a rank's candidates run out before its stream did; closing it ends the rounds."""
-    done = [len(b) < BATCH for b in buffers]
+    done = [len(b) < part.batch for b in buffers]
     positions = [0] * comm.size
     try:
         while True:
@@ -174,11 +175,11 @@ def _merge(part: Part, comm: _Comm, buffers: list[list[Cited]]) -> Iterator[Cite
             short = [r for r in range(comm.size) if positions[r] >= len(buffers[r]) and not done[r]]
             if short:  # one more round, for every rank
                 comm.total(torch.ones(1))
-                more = comm.gather(list(itertools.islice(part.stream, BATCH)))
+                more = comm.gather(list(itertools.islice(part.stream, part.batch)))
                 for r, batch in enumerate(more):
                     buffers[r] = buffers[r][positions[r] :] + batch
                     positions[r] = 0
-                    done[r] = done[r] or len(batch) < BATCH
+                    done[r] = done[r] or len(batch) < part.batch
                 continue
             if not heads:
                 return
@@ -208,6 +209,7 @@ class ShardGroup:
         self._lock = threading.Lock()  # one question at a time: the ranks run its steps in lockstep
         self._asked = 0
         self.broken: str | None = None  # why the group is closed
+        self._threads = 0  # torch's threads in this process before ``spawn`` shared the cores out (0: unchanged)
         self._plan: dict[int, int] = {}  # document id → rank, as of the last question
         self._built: set[tuple[int, str, str]] = set()  # (document id, content hash, cache settings) in the home
         indexes.holds = lambda document_id: self._plan.get(document_id) == 0  # rank 0 keeps its own documents alone
@@ -224,6 +226,8 @@ class ShardGroup:
         port = _free_port()
         environment = os.environ | {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(shards)}
         environment.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # not c10d's notes on every wait
+        threads = max(1, (os.cpu_count() or 1) // shards)  # the machine's cores shared out, not each rank's all
+        environment.setdefault("OMP_NUM_THREADS", str(threads))
         processes = [
             subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "--home", str(library.home), "serve", "--torchrun"]
@@ -233,7 +237,10 @@ class ShardGroup:
             for rank in range(1, shards)
         ]
         try:
-            return cls._join(library, indexes, "127.0.0.1", port, shards, timeout_s, processes)
+            group = cls._join(library, indexes, "127.0.0.1", port, shards, timeout_s, processes)
+            group._threads = torch.get_num_threads()
+            torch.set_num_threads(threads)
+            return group
         except BaseException:
             for process in processes:
                 process.kill()
@@ -270,16 +277,19 @@ class ShardGroup:
                 process.wait(timeout=wait_s)
             except subprocess.TimeoutExpired:
                 process.kill()
+        if self._threads:
+            torch.set_num_threads(self._threads)
+            self._threads = 0
 
     # ------------------------------------------------------------------ asking
 
     @contextlib.contextmanager
     def question(
-        self, model: Model, question: str, entries: Sequence[tuple[str, int, str]], user: str
+        self, model: Model, question: str, entries: Sequence[tuple[str, int, str]], user: str, top_k: int
     ) -> Iterator[tuple[Iterator[Cited], bool, dict[str, Any]]]:
-        """``question`` over the selection ``entries``, asked of every rank: (the merged citations, best first —
-        read as many as wanted inside the block; whether it names a document; the read's figures summed over the
-        ranks). ShardError when a rank dies or stalls."""
+        """``question`` over the selection ``entries``, asked of every rank: (the merged citations, best first, to
+        read as many of as wanted inside the block — each rank sends ``top_k`` per round; whether the question
+        names a document; the read's figures summed over the ranks). ShardError when a rank dies or stalls."""
         with self._lock:
             if self.broken is not None:
                 raise ShardError(f"the shard group is closed ({self.broken}): restart `indexpool serve`")
@@ -291,7 +301,7 @@ class ShardGroup:
             per_rank: list[list[tuple[str, int, str]]] = [[] for _ in range(self.size)]
             for entry in entries:
                 per_rank[self._plan.get(entry[1], 0)].append(entry)
-            request = Request(question, user, settings, per_rank)
+            request = Request(question, top_k, user, settings, per_rank)
             self._asked += 1
             asked = self._asked
             try:
@@ -314,6 +324,7 @@ class ShardGroup:
         """Wait until every rank has its part of question ``asked`` loaded; TimeoutError when one stops beating."""
         beats = {rank: (self._beat(rank), time.monotonic()) for rank in range(1, self.size)}
         waiting = set(beats)
+        pause = 0.001
         while waiting:
             for rank in list(waiting):
                 if self.store.check([f"ready/{asked}/{rank}"]):
@@ -330,7 +341,8 @@ class ShardGroup:
             for process in self.processes:
                 if process.poll() is not None:
                     raise TimeoutError(f"a rank's process ended (exit status {process.returncode})")
-            time.sleep(0.02)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.02)  # ready in a few ms when its documents are in memory
         self.store.set(f"go/{asked}", b"1")
 
     def _beat(self, rank: int) -> int:

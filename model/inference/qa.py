@@ -591,7 +591,7 @@ class Names:
         elsewhere = (self.in_text > 0) & ~titled  # (Q, D): another document's text uses it
         named = titled[~self._any(elsewhere)].any(dim=0)  # (D,): by words no other document's text uses ("COVID")
         every = self.total(torch.tensor([float(named.sum()), float(named.numel())], dtype=torch.float64))
-        self.some_named = 0 < every[0] < every[1]
+        self.some_named = bool(0 < every[0] < every[1])
         return tuple(torch.nonzero(named).flatten().tolist()) if every[0] < every[1] else ()
 
 

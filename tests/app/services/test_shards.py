@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import os
 import pydoc
 import signal
@@ -19,6 +20,8 @@ import pytest
 from app.services import Services, UserError
 from app.services.shards import ShardError, ShardGroup, assign
 from ingest.stdlib_docs import clean_doc
+from model.inference.qa import Question, cited
+from model.network.checkpoint import load_model
 from model.network.paths import indexpool_checkpoint
 
 pytestmark = pytest.mark.skipif(not indexpool_checkpoint().is_file(), reason="the shipped checkpoint is not installed")
@@ -30,6 +33,8 @@ QUESTIONS = [
     "What does zip do with strict=True?",
     "How do I parse a JSON document?",
     "What does the Borealis module do?",  # nothing answers it: not confident
+    "What does the Shutil documentation say about copying trees?",  # names a document, of one rank
+    "What does the Gzip module say about compression levels?",
 ]
 
 
@@ -82,7 +87,26 @@ def test_two_ranks_answer_as_one_process(library: Path, group: tuple[Services, S
         assert (got["answer"], got["confident"]) == (want["answer"], want["confident"])
         assert got["read"]["shards"] == 2 and got["read"]["tokens"] == want["read"]["tokens"]
         assert list(got["timings_ms"]) == ["load", "shards", "score", "total"]
-    assert not expected[("stdlib", QUESTIONS[-1])]["confident"] and expected[("one", QUESTIONS[0])]["confident"]
+    assert not expected[("stdlib", QUESTIONS[4])]["confident"] and expected[("one", QUESTIONS[0])]["confident"]
+    shutil = expected[("stdlib", QUESTIONS[5])]["citations"]
+    assert [c["source"].endswith("shutil.txt") for c in shutil[:2]] == [True, True]  # the named document's first
+
+
+def test_the_merge_asks_the_ranks_for_more_as_it_reads_on(library: Path, group: tuple[Services, ShardGroup]) -> None:
+    """Two candidates per rank and round, thirty read: the merged stream is the single process's ranking."""
+    services, shards = group
+    model = load_model()
+    entries = [("stdlib", d.id, d.content_hash) for d in services.ask.library.documents("stdlib", "")]
+    index = Services(library).indexes.index(model, entries)
+    plan, seen = assign(services.ask.library.document_sizes(), 2), set()
+    for question in QUESTIONS[:3]:  # the first names a document (csv's passages first), the others none
+        ranked = cited(model, index, Question.encode(model, question, index))
+        want = [(c.document_id, c.sentence_number, round(c.score, 4)) for c in itertools.islice(ranked, 30)]
+        with shards.question(model, question, entries, "", top_k=2) as (stream, _, _):
+            got = [(c.document_id, c.sentence_number, round(c.score, 4)) for c in itertools.islice(stream, 30)]
+        assert got == want, question
+        seen |= {plan[int(d)] for d, _, _ in got}
+    assert seen == {0, 1}  # both ranks' candidates were merged
 
 
 def _ask_in_thread(services: Services, outcome: dict[str, Any]) -> threading.Thread:
