@@ -116,6 +116,13 @@ def fresh_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def shard_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app over two shards (``serve --shards 2``: rank 0 serves, rank 1 is a process it starts)."""
+    with _serve(tmp_path_factory.mktemp("serve-shards"), "--shards", "2") as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """The app with a login for the users and passwords of ``USERS``: its URL and its folder (``library/`` and the
