@@ -36,6 +36,7 @@ from storage.metrics import MetricStore
 if TYPE_CHECKING:
     from app.services.shards import ShardGroup
     from model.inference.qa import Cited
+    from model.inference.read import ReadCache, ReadResult
     from model.network.checkpoint import Model
 
 NO_ANSWER = "No sentence in the chosen collections matches the question."
@@ -195,18 +196,7 @@ class IndexPoolReader:
         reading = read(model, index, cache, q)
         for stage, ms in reading.timings_ms.items():
             timings[f"read_{stage}"] = ms
-        stats = {
-            "tier2_hits": reading.tiers.hits,
-            "tier2_misses": reading.tiers.misses,
-            "tier2_hit_rate": round(reading.tiers.hit_rate, 4),
-            "tier2_bytes": reading.tiers.tier2_bytes,
-            "bytes_read": reading.tiers.bytes_read,
-            "tokens_read": reading.tokens_read,
-            "tier1_bytes": cache.tier1_bytes,
-            "tokens": cache.tokens,
-            "compressed": cache.compressed,
-            "device": "cpu",
-        }
+        stats = read_figures(reading, cache)
         return self._answer(model, cited(model, index, q, reading), q.names_document, stats, sources, top_k, timings)
 
     def _answer(
@@ -256,6 +246,22 @@ class IndexPoolReader:
             text = LOW_CONFIDENCE.format(held=held, needed=model.weights.min_coverage) if held else NO_SHARED_WORDS
             return Answer(text, citations, self.name, timings, read=stats, confident=False)
         return Answer(_quote(chosen), citations, self.name, timings, read=stats)
+
+
+def read_figures(reading: ReadResult, cache: ReadCache) -> dict[str, Any]:
+    """What a question's read cost, the answer's ``read``: tier-2 hits and misses, bytes and tokens read, tier 1."""
+    return {
+        "tier2_hits": reading.tiers.hits,
+        "tier2_misses": reading.tiers.misses,
+        "tier2_hit_rate": round(reading.tiers.hit_rate, 4),
+        "tier2_bytes": reading.tiers.tier2_bytes,
+        "bytes_read": reading.tiers.bytes_read,
+        "tokens_read": reading.tokens_read,
+        "tier1_bytes": cache.tier1_bytes,
+        "tokens": cache.tokens,
+        "compressed": cache.compressed,
+        "device": "cpu",
+    }
 
 
 READERS = ("bm25", "indexpool")

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.distributed as dist
 
+from app.services.ask import read_figures
 from app.services.errors import UserError
 from app.services.indexes import IndexService, cache_key
 from storage.library import Library
@@ -135,16 +136,7 @@ def _answer_part(indexes: IndexService, model: Model, request: Request, comm: _C
     if entries:
         cache = indexes.read_cache(model, entries, request.user)
         reading = read(model, index, cache, question)
-        stats = {
-            "tier2_hits": reading.tiers.hits,
-            "tier2_misses": reading.tiers.misses,
-            "tier2_bytes": reading.tiers.tier2_bytes,
-            "bytes_read": reading.tiers.bytes_read,
-            "tokens_read": reading.tokens_read,
-            "tier1_bytes": cache.tier1_bytes,
-            "tokens": cache.tokens,
-            "compressed": cache.compressed,
-        }
+        stats = read_figures(reading, cache)
     if model.weights.read == 0:
         reading = None  # no term: the same on every rank, which sum the same statistics
     elif reading is None:
@@ -354,7 +346,10 @@ def _summed(figures: list[dict[str, Any]]) -> dict[str, Any]:
     summed: dict[str, Any] = {}
     for rank_figures in figures:
         for name, value in rank_figures.items():
-            summed[name] = (summed.get(name, True) and value) if name == "compressed" else summed.get(name, 0) + value
+            if name == "compressed":
+                summed[name] = summed.get(name, True) and value
+            elif name not in ("tier2_hit_rate", "device"):
+                summed[name] = summed.get(name, 0) + value
     found = summed.get("tier2_hits", 0) + summed.get("tier2_misses", 0)
     summed["tier2_hit_rate"] = round(summed.get("tier2_hits", 0) / found, 4) if found else 0.0
     summed["device"] = "cpu"
