@@ -79,25 +79,26 @@ class ShardError(UserError):
 class _Comm:
     """The collectives of a question over a gloo process group: sums, and Python objects gathered from every rank."""
 
-    def __init__(self, group: dist.ProcessGroup, rank: int, size: int) -> None:
+    def __init__(self, group: dist.ProcessGroup, rank: int, size: int, timeout_s: float) -> None:
         self.group, self.rank, self.size = group, rank, size
+        self.timeout = datetime.timedelta(seconds=timeout_s)  # of each collective: a rank this late has stalled
 
     def total(self, x: torch.Tensor) -> torch.Tensor:
         """The float64 sum of ``x`` over the ranks (``model.inference.qa.Total``)."""
         summed = x.detach().to(torch.float64).contiguous().clone()
-        self.group.allreduce([summed]).wait()
+        self.group.allreduce(summed, timeout=self.timeout).wait()
         return summed
 
     def gather(self, value: Any) -> list[Any]:
         """Every rank's ``value``, in rank order (on every rank)."""
         data = torch.frombuffer(bytearray(pickle.dumps(value)), dtype=torch.uint8)
         sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(self.size)]
-        self.group.allgather([sizes], [torch.tensor([data.numel()])]).wait()
+        self.group.allgather(sizes, torch.tensor([data.numel()]), timeout=self.timeout).wait()
         longest = max(int(s) for s in sizes)
         padded = torch.zeros(longest, dtype=torch.uint8)
         padded[: data.numel()] = data
         out = [torch.zeros(longest, dtype=torch.uint8) for _ in range(self.size)]
-        self.group.allgather([out], [padded]).wait()
+        self.group.allgather(out, padded, timeout=self.timeout).wait()
         return [pickle.loads(o[: int(s)].numpy().tobytes()) for o, s in zip(out, sizes, strict=True)]
 
 
@@ -257,8 +258,8 @@ class ShardGroup:
         timeout_s: float,
         processes: Sequence[subprocess.Popen] = (),
     ) -> ShardGroup:
-        store, group = _connect(address, port, 0, size, timeout_s, startup_s=max(120.0, timeout_s))
-        return cls(library, indexes, store, _Comm(group, 0, size), timeout_s, processes)
+        store, group = _connect(address, port, 0, size, startup_s=max(120.0, timeout_s))
+        return cls(library, indexes, store, _Comm(group, 0, size, timeout_s), timeout_s, processes)
 
     def close(self, wait_s: float = 5.0) -> None:
         """Ask the ranks to stop, and end those this process started (killed after ``wait_s``)."""
@@ -380,8 +381,8 @@ def worker(home: Path | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> int:
 
     address, port, size = _env()
     rank = int(os.environ["RANK"])
-    store, group = _connect(address, port, rank, size, timeout_s, startup_s=max(120.0, timeout_s))
-    comm = _Comm(group, rank, size)
+    store, group = _connect(address, port, rank, size, startup_s=max(120.0, timeout_s))
+    comm = _Comm(group, rank, size, timeout_s)
     beating = threading.Event()
     threading.Thread(target=_heartbeat, args=(address, port, rank, beating), daemon=True).start()
     library = Library(home)
@@ -434,10 +435,11 @@ def _heartbeat(address: str, port: int, rank: int, stop: threading.Event) -> Non
 
 
 def _connect(
-    address: str, port: int, rank: int, size: int, timeout_s: float, startup_s: float
+    address: str, port: int, rank: int, size: int, startup_s: float
 ) -> tuple[dist.TCPStore, dist.ProcessGroup]:
-    """The group's store (served by rank 0 at ``port`` + 1) and its gloo process group (collectives time out after
-    ``timeout_s``)."""
+    """The group's store (served by rank 0 at ``port`` + 1) and its gloo process group, the ranks given
+    ``startup_s`` to join (a rank starting on a busy machine imports torch first); each collective has its own
+    timeout (``_Comm``)."""
     try:
         store = dist.TCPStore(
             address,
@@ -448,7 +450,7 @@ def _connect(
             wait_for_workers=False,
         )
         group = dist.ProcessGroupGloo(
-            dist.PrefixStore("gloo", store), rank, size, datetime.timedelta(seconds=timeout_s)
+            dist.PrefixStore("gloo", store), rank, size, datetime.timedelta(seconds=startup_s)
         )
     except (RuntimeError, dist.DistError) as error:
         raise UserError(

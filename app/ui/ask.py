@@ -282,7 +282,13 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
                 label="Cited page", type="pil", interactive=False, visible=False, elem_id="cited-page", scale=3
             )
             evidence = gr.HTML(elem_id="evidence", padding=True)
-        history = gr.Chatbot(label="Session history", elem_id="history", height=360)
+        history = gr.Chatbot(
+            label="Session history",
+            elem_id="history",
+            height=360,
+            placeholder="The questions and answers of the chosen session show here. Without a session (New above"
+            " starts one) answers are not kept.",
+        )
         with gr.Row(equal_height=False):  # the button keeps its own height beside the radio block
             export_format = gr.Radio(
                 [("Markdown", "md"), ("JSON", "json")], value="md", label="Export as", elem_id="export-format"

@@ -30,6 +30,7 @@ def test_questions_over_two_shards(browser: Browser, shard_server_url: str, tmp_
     log = upload_and_ingest(page, [tmp_path / name for name in TEXTS])
     assert log.count(": ingested") == 3, log
     page.get_by_role("tab", name="Ask").click()
+    expect(page.locator("#history")).to_contain_text("Without a session")  # not an empty panel
     page.locator("#ask-collections input").click()
     page.get_by_role("option", name="notes").click()
     for question, source, word in [
