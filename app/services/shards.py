@@ -158,10 +158,11 @@ def _send_rounds(part: Part, comm: _Comm) -> None:
 
 
 def _merge(part: Part, comm: _Comm, buffers: list[list[Cited]]) -> Iterator[Cited]:
-    """Rank 0: the ranks' candidates merged in the collection's order (:func:`model.inference.qa.merged`'s), a
-    round more whenever a rank's candidates run out before its stream did; closing it ends the rounds."""
+    """Rank 0: the ranks' candidates merged in the collection's order (``Cited.order``), a round more whenever a
+    rank's candidates run out before its stream did; closing it ends the rounds (unless a collective failed)."""
     done = [len(b) < part.batch for b in buffers]
     positions = [0] * comm.size
+    failed = False
     try:
         while True:
             heads = [(b[i].order, r) for r, (b, i) in enumerate(zip(buffers, positions, strict=True)) if i < len(b)]
@@ -179,8 +180,12 @@ def _merge(part: Part, comm: _Comm, buffers: list[list[Cited]]) -> Iterator[Cite
             _, r = min(heads)
             positions[r] += 1
             yield buffers[r][positions[r] - 1]
+    except (RuntimeError, dist.DistError):
+        failed = True  # a rank died or stalled: no collective can end the rounds
+        raise
     finally:
-        comm.total(torch.zeros(1))  # no more rounds
+        if not failed:
+            comm.total(torch.zeros(1))  # no more rounds
 
 
 class ShardGroup:
