@@ -326,17 +326,11 @@ def _document(
 
 
 def _first_line(text: str) -> str:
-    """The first line that reads as a heading: "" when the text starts with a paragraph (more than
-    ``_HEADING_WORDS`` words, or two sentences): its file name is its title then, not a paragraph."""
     for line in text.split("\n", 20)[:20]:
         line = line.strip().lstrip("#").strip()
         if line and section_name(line) != "abstract":
-            return "" if len(line.split()) > _HEADING_WORDS or _TWO_SENTENCES.search(line) else line
+            return line
     return ""
-
-
-_HEADING_WORDS = 16
-_TWO_SENTENCES = re.compile(r"\w[.!?]\s+[A-Z]")
 
 
 def _pdf_title(pages: list[str]) -> str:
