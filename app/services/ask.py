@@ -36,7 +36,6 @@ from storage.metrics import MetricStore
 if TYPE_CHECKING:
     from app.services.shards import ShardGroup
     from model.inference.qa import Cited
-    from model.inference.read import ReadCache, ReadResult
     from model.network.checkpoint import Model
 
 NO_ANSWER = "No sentence in the chosen collections matches the question."
@@ -185,6 +184,7 @@ class IndexPoolReader:
                 timings["shards"] = _ms(asking)
                 return self._answer(model, stream, names_document, stats, sources, top_k, timings)
         from model.inference.qa import Question, cited, read
+        from model.inference.read import read_figures
 
         indexing = time.perf_counter()  # the documents' indexes and read caches: memory, files, or built now
         index = self.indexes.index(model, entries)
@@ -246,22 +246,6 @@ class IndexPoolReader:
             text = LOW_CONFIDENCE.format(held=held, needed=model.weights.min_coverage) if held else NO_SHARED_WORDS
             return Answer(text, citations, self.name, timings, read=stats, confident=False)
         return Answer(_quote(chosen), citations, self.name, timings, read=stats)
-
-
-def read_figures(reading: ReadResult, cache: ReadCache) -> dict[str, Any]:
-    """What a question's read cost, the answer's ``read``: tier-2 hits and misses, bytes and tokens read, tier 1."""
-    return {
-        "tier2_hits": reading.tiers.hits,
-        "tier2_misses": reading.tiers.misses,
-        "tier2_hit_rate": round(reading.tiers.hit_rate, 4),
-        "tier2_bytes": reading.tiers.tier2_bytes,
-        "bytes_read": reading.tiers.bytes_read,
-        "tokens_read": reading.tokens_read,
-        "tier1_bytes": cache.tier1_bytes,
-        "tokens": cache.tokens,
-        "compressed": cache.compressed,
-        "device": "cpu",
-    }
 
 
 READERS = ("bm25", "indexpool")

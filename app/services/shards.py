@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.distributed as dist
 
-from app.services.ask import read_figures
 from app.services.errors import UserError
 from app.services.indexes import IndexService, cache_key
 from storage.library import Library
@@ -126,7 +125,7 @@ class Part:
 def _answer_part(indexes: IndexService, model: Model, request: Request, comm: _Comm) -> Part:
     """Encode the question over this rank's documents and rank its passages (both summed with the other ranks')."""
     from model.inference.qa import CollectionIndex, Question, cited, read
-    from model.inference.read import ReadResult
+    from model.inference.read import ReadResult, read_figures
     from model.network.indexpool.cache import TierStats
 
     entries = request.entries[comm.rank]

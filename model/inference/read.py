@@ -23,6 +23,7 @@ import mmap
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -293,3 +294,19 @@ def read_passages(
     timings["other"] = max(0.0, total - sum(timings.values()))
     tokens = sum(int(layer.tokens.numel()) for layer in out.layers)
     return ReadResult(mass, tokens, cache.tiers.stats().since(before), {k: round(v, 2) for k, v in timings.items()})
+
+
+def read_figures(reading: ReadResult, cache: ReadCache) -> dict[str, Any]:
+    """What a question's read cost, the answer's ``read``: tier-2 hits and misses, bytes and tokens read, tier 1."""
+    return {
+        "tier2_hits": reading.tiers.hits,
+        "tier2_misses": reading.tiers.misses,
+        "tier2_hit_rate": round(reading.tiers.hit_rate, 4),
+        "tier2_bytes": reading.tiers.tier2_bytes,
+        "bytes_read": reading.tiers.bytes_read,
+        "tokens_read": reading.tokens_read,
+        "tier1_bytes": cache.tier1_bytes,
+        "tokens": cache.tokens,
+        "compressed": cache.compressed,
+        "device": "cpu",
+    }
