@@ -300,6 +300,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from app.services.shards import worker
 
         return worker(Path(args.home) if args.home else None, args.shard_timeout)
+    if args.shards > 1:  # before torch loads: this rank's share of the cores (OpenMP reads it once)
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.shards)))
     services = _services(args, args.generator)
     group = None
     if args.shards > 1 or args.torchrun:

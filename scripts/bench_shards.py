@@ -17,9 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from app.services import Services
 from app.services.sample import SAMPLE_QUESTIONS, build_sample
-from app.services.shards import ShardGroup
+from app.services.shards import ShardGroup, threads_per_rank
 from ingest.stdlib_docs import STDLIB_COLLECTION
 
 
@@ -67,6 +69,7 @@ def main() -> None:
 
     one, one_answers = _timed(services, questions, args.repeat)
     single_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    torch.set_num_threads(threads_per_rank(args.shards))  # as `serve --shards` gives rank 0 (OMP_NUM_THREADS)
     group = ShardGroup.spawn(services.ask.library, services.indexes, args.shards)
     try:
         services.ask.use_shards(group)

@@ -206,7 +206,6 @@ class ShardGroup:
         self._lock = threading.Lock()  # one question at a time: the ranks run its steps in lockstep
         self._asked = 0
         self.broken: str | None = None  # why the group is closed
-        self._threads = 0  # torch's threads in this process before ``spawn`` shared the cores out (0: unchanged)
         self._plan: dict[int, int] = {}  # document id → rank, as of the last question
         self._built: set[tuple[int, str, str]] = set()  # (document id, content hash, cache settings) in the home
         indexes.holds = lambda document_id: self._plan.get(document_id) == 0  # rank 0 keeps its own documents alone
@@ -223,8 +222,7 @@ class ShardGroup:
         port = _free_port()
         environment = os.environ | {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(shards)}
         environment.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # not c10d's notes on every wait
-        threads = max(1, (os.cpu_count() or 1) // shards)  # the machine's cores shared out, not each rank's all
-        environment.setdefault("OMP_NUM_THREADS", str(threads))
+        environment.setdefault("OMP_NUM_THREADS", str(threads_per_rank(shards)))  # `serve` gives rank 0 as many
         processes = [
             subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "--home", str(library.home), "serve", "--torchrun"]
@@ -234,10 +232,7 @@ class ShardGroup:
             for rank in range(1, shards)
         ]
         try:
-            group = cls._join(library, indexes, "127.0.0.1", port, shards, timeout_s, processes)
-            group._threads = torch.get_num_threads()
-            torch.set_num_threads(threads)
-            return group
+            return cls._join(library, indexes, "127.0.0.1", port, shards, timeout_s, processes)
         except BaseException:
             for process in processes:
                 process.kill()
@@ -274,9 +269,6 @@ class ShardGroup:
                 process.wait(timeout=wait_s)
             except subprocess.TimeoutExpired:
                 process.kill()
-        if self._threads:
-            torch.set_num_threads(self._threads)
-            self._threads = 0
 
     # ------------------------------------------------------------------ asking
 
@@ -360,6 +352,11 @@ def _summed(figures: list[dict[str, Any]]) -> dict[str, Any]:
     summed["device"] = "cpu"
     summed["shards"] = len(figures)
     return summed
+
+
+def threads_per_rank(ranks: int) -> int:
+    """This machine's cores shared out between ``ranks`` ranks (each stepping in lockstep with the others)."""
+    return max(1, (os.cpu_count() or 1) // ranks)
 
 
 def _why(error: BaseException, processes: Sequence[subprocess.Popen]) -> str:
