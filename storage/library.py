@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
-from sqlalchemy import delete, func, insert, or_, select, text, tuple_
+from sqlalchemy import and_, delete, func, insert, or_, select, text
 from sqlalchemy.orm import Session
 
 from ingest.document import Page, ParsedDocument, Section, Sentence
@@ -223,7 +223,8 @@ class Library:
         one is no longer in the library."""
         if not refs:
             return []
-        query = select(SentenceRow).where(tuple_(SentenceRow.document_id, SentenceRow.idx).in_(list(set(refs))))
+        wanted = [and_(SentenceRow.document_id == d, SentenceRow.idx == i) for d, i in sorted(set(refs))]
+        query = select(SentenceRow).where(or_(*wanted))  # one index search each (a tuple IN scans the whole table)
         with self.session() as session:
             found = {(r.document_id, r.idx): r for r in session.scalars(query)}
         missing = [ref for ref in refs if ref not in found]

@@ -644,9 +644,10 @@ def evidence_terms(
     return _zscores(terms, question.total)
 
 
-def cosines(vectors: torch.Tensor, query: torch.Tensor, rows: int = 8192) -> torch.Tensor:
-    """float32 dot products of float16 unit ``vectors`` (N, e) with ``query`` (e,), a block of rows at a time (a
-    1M-token collection's sentences in float32 at once would be some 70 MB more per question).  → (N,)"""
+def cosines(vectors: torch.Tensor, query: torch.Tensor, rows: int = 2048) -> torch.Tensor:
+    """float32 dot products of float16 unit ``vectors`` (N, e) with ``query`` (e,), a block of rows at a time, small
+    enough to stay in the CPU's cache (10M tokens' 450K sentences: 104 ms in blocks of 8192 rows, 30 ms in 2048).
+    → (N,)"""
     return torch.cat([torch.zeros(0), *(block.float() @ query for block in vectors.split(rows))])
 
 

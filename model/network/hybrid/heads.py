@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+MATCH_TOKENS = 1 << 17  # tokens a question's MaxSim gathers at once outside training
+
 
 def span_means(states: torch.Tensor, spans: torch.Tensor) -> torch.Tensor:
     """Mean state of each span.  states (T, d), spans (S, 2) [start, end) → (S, d)"""
@@ -104,9 +106,14 @@ class TokenMatchHead(nn.Module):
         """MaxSim scores of P passages given as flat tokens.  similarity (Tq, V) question tokens × vocabulary keys,
         weights (Tq,), token_ids (N,) and owner (N,) the passage of each token, lengths (P,) → (P,)"""
         n_passages = lengths.shape[0]
-        sims = similarity[:, token_ids]  # (Tq, N)
-        best = sims.new_full((sims.shape[0], n_passages), -1.0)
-        best = best.scatter_reduce(1, owner.expand_as(sims), sims, "amax", include_self=True)  # (Tq, P)
+        best = similarity.new_full((similarity.shape[0], n_passages), -1.0)  # (Tq, P)
+        if similarity.requires_grad:  # training: one differentiable step
+            sims = similarity[:, token_ids]  # (Tq, N)
+            best = best.scatter_reduce(1, owner.expand_as(sims), sims, "amax", include_self=True)
+        else:  # a collection: MATCH_TOKENS tokens at a time (at 10M tokens, not 10M × Tq floats at once)
+            for a in range(0, token_ids.shape[0], MATCH_TOKENS):
+                sims = similarity[:, token_ids[a : a + MATCH_TOKENS]]  # (Tq, n)
+                best.scatter_reduce_(1, owner[a : a + MATCH_TOKENS].expand_as(sims), sims, "amax")
         score = (weights[:, None] * best).sum(0) / weights.sum()
         return score - self.length_penalty * lengths.float().clamp_min(1).log()
 
