@@ -215,9 +215,16 @@ def session(home: Path, name: str, scope: str, picked: list[dict[str, Any]], sha
 
 def _add(services: Any, record: dict[str, Any], parts: list[str], question: dict[str, Any]) -> dict[str, Any]:
     """One held-out document into the last part: how many documents indexing it indexes, and the next answer."""
+    from app.services.indexes import store_key
     from ingest.clean import normalize_text
     from ingest.pipeline import parse_text
+    from model.network.checkpoint import load_model
 
+    def prune() -> None:  # the files of an earlier run's added document (its id comes again) are not found
+        live = [(d, h) for d, h, _ in services.library.library.ingested_documents()]
+        services.indexes.store.prune(store_key(load_model()), live)
+
+    prune()
     source, title, text = record["held_out"]
     text = normalize_text(text)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -235,6 +242,7 @@ def _add(services: Any, record: dict[str, Any], parts: list[str], question: dict
         ask_ms = (time.perf_counter() - started) * 1e3
     finally:
         services.library.remove(parts[-1], [str(document_id)])
+        prune()
     return {
         "added": source,
         "added_tokens": events[0].tokens,
