@@ -1,12 +1,11 @@
 """CPU fast path for indexer scoring + top-k.
 
 Keys are processed in chunks: one matrix product gives every (query, head) dot product, ReLU, one more product with
-the block-diagonal head-weight matrix gives the scores — a block of ``BLOCK_ROWS`` keys at a time, so that the
-(rows, Tq·H) products stay in the CPU's cache (at 2.5M keys a layer, 10M tokens, 0.47 → 0.34 s here) — and a running
-top-k over each chunk's scores keeps the best (the keys of a chunk below the running k-th score of every query skip
-the merge), so memory stays O(chunk·Tq + Tq·k) whatever the number of keys. The
-running top-k is kept in key order and takes equal scores lowest index first, so the selection is the same however
-the keys are chunked; keys at or beyond a query's limit score -inf.
+the block-diagonal head-weight matrix gives the scores, a block of ``BLOCK_ROWS`` keys at a time (the products stay
+in the CPU's cache); a running top-k keeps the best, and the keys of a chunk below every query's running k-th score
+skip its merge (2.5M keys, a 10M-token layer, 12 question tokens: 0.42 → 0.18 s here with both). Memory stays
+O(chunk·Tq + Tq·k) whatever the number of keys. The running top-k is kept in key order and takes equal scores lowest
+index first, so the selection is the same however the keys are chunked; keys at or beyond a query's limit score -inf.
 
 INT8 keys are widened to float32 block by block and their per-key scales applied to the ReLU'd sums
 (ReLU(σ x) = σ ReLU(x) for σ > 0), as the Triton kernel does: the queries stay float, so both paths score alike
