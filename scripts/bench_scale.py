@@ -16,8 +16,9 @@ The questions: ``--questions`` QMSum val specific queries, spread over the meeti
 asked first to warm the process. Each session runs in a fresh process (its peak RSS is its own) and asks them as the
 app does (``AskService.ask``, top 5); a question is found at 5 when one of its five cited sentences overlaps one of
 its evidence turns. Sessions: ``indexpool`` over 1M and over all, ``bm25`` over the same, ``shards`` (``--shards``
-gloo ranks, ``ShardGroup.spawn``) over all, and ``add``: one more document (a QMSum test-like meeting held out of
-the library) ingested into the last part and indexed (the count indexed must be 1), then one question over all.
+gloo ranks, ``ShardGroup.spawn``) over all, and ``add``: one more document (the first the library had no room for)
+ingested into the last part and indexed (the count of documents indexed then: 1), one question over all, and the
+document removed again.
 """
 
 from __future__ import annotations
@@ -275,14 +276,18 @@ def pick(questions: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--home", type=Path, required=True)
-    parser.add_argument("--tokens", type=int, default=10_000_000)
-    parser.add_argument("--questions", type=int, default=50)
-    parser.add_argument("--shards", type=int, default=2)
-    parser.add_argument("--sessions", default="indexpool:first,indexpool:all,bm25:first,bm25:all,shards:all,add:all")
-    parser.add_argument("--json", type=Path)
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
+    parser.add_argument("--home", type=Path, required=True, help="the library's home (built once, then reused)")
+    parser.add_argument("--tokens", type=int, default=10_000_000, help="the library's size when built")
+    parser.add_argument("--questions", type=int, default=50, help="QMSum questions timed and scored")
+    parser.add_argument("--shards", type=int, default=2, help="gloo ranks of the shards session")
+    parser.add_argument(
+        "--sessions",
+        default="indexpool:first,indexpool:all,bm25:first,bm25:all,shards:all,add:all",
+        help='session:scope list, scope "first" (the first 1M-token collection) or "all"; "" builds only',
+    )
+    parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--session", help=argparse.SUPPRESS)  # name:scope, run in a child process
     args = parser.parse_args()
     built = args.home / "bench-scale.json"
