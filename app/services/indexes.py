@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # torch: imported when an index is built or loaded, so that t
     from model.network.indexpool.cache import KVTiers
 
 MEMORY_SELECTIONS = 4  # selection indexes (and read caches) kept in memory
-MEMORY_DOCUMENTS = 4096  # document indexes and entries kept in memory
+MEMORY_DOCUMENTS = 4096  # document indexes and entries kept in memory (a selection of several then holds them)
 CACHE_FIELDS = ("preset", "alpha", "beta", "gamma", "ratio", "int8")  # the settings that shape tier 1
 DEFAULT_CACHE: dict[str, Any] = {"preset": "default", "alpha": 0.5, "beta": 0.3, "gamma": 0.2, "ratio": 4, "int8": True}
 DEFAULT_TIER2_MB = 64
@@ -335,6 +335,8 @@ class IndexService:
             documents = self._ordered(entries)
             index = CollectionIndex.concat([self.document_index(model, *document) for document in documents])
             self._remember(self._selections, key, index, MEMORY_SELECTIONS)
+            if len(documents) > 1:  # the selection holds a copy of each: not two in memory (10M tokens: 788 MiB)
+                self._forget(self._documents, documents)
         return index
 
     def read_cache(self, model: Model, entries: Sequence[tuple[str, int, str]], user: str = "") -> ReadCache:
@@ -350,12 +352,15 @@ class IndexService:
         cache = self._cached(self._reads, slot)
         if cache is None:
             documents = []
-            for document_id, content_hash in self._ordered(entries):
-                (store,) = self.document_index(model, document_id, content_hash).stores
+            ordered = self._ordered(entries)
+            stores = self.index(model, entries).stores  # the documents' tier-3 stores, in the same order
+            for (document_id, content_hash), store in zip(ordered, stores, strict=True):
                 pooled = self.document_entries(model, document_id, content_hash, settings)
                 documents.append((f"{document_id}-{content_hash}", store, pooled))
             cache = ReadCache(model, documents, cache_config(settings), tiers)
             self._remember(self._reads, slot, cache, MEMORY_SELECTIONS)
+            if len(ordered) > 1:  # joined in the cache: not two copies of each document's entries in memory
+                self._forget(self._entries, [(d, h, cache_key(settings)) for d, h in ordered])
         return cache
 
     def tiers(self) -> KVTiers:
@@ -428,6 +433,11 @@ class IndexService:
             if value is not None:
                 memory.move_to_end(key)
             return value
+
+    def _forget(self, memory: OrderedDict, keys: Sequence[object]) -> None:
+        with self._memory_lock:
+            for key in keys:
+                memory.pop(key, None)
 
     def _remember(self, memory: OrderedDict, key: object, value: object, size: int) -> None:
         with self._memory_lock:
