@@ -66,15 +66,15 @@ from model.inference.lexical import (
 )
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
+from model.inference.sentences import FIGURE, WHOLE, sentence_kinds
 from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
 from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 8  # of the arrays; arrays of another format are rebuilt
+FORMAT = 9  # of the arrays; arrays of another format are rebuilt
 MAX_QUESTION_TOKENS = 128
-MIN_SENTENCE_WORDS = 4  # a cited sentence has at least this many words, when its passage has one
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
 _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total revenue …", "What percentage of …"
     r"\s*(?:how (?:many|much|large|big|long|old|often)|what (?:(?:is|was|were|are) the )?(?:number|amount|total|"
@@ -144,6 +144,7 @@ class CollectionIndex:
     sentence_document: torch.Tensor  # (S,) int64 row in document_ids of each sentence
     sentence_number: torch.Tensor  # (S,) int64 index of each sentence among its document's sentences
     sentence_spans: torch.Tensor  # (S, 2) int64 character spans in its document's text
+    sentence_kind: torch.Tensor  # (S,) int8 bits: a whole sentence, quotes a figure (``model.inference.sentences``)
     passage_first: torch.Tensor  # (P + 1,) int64 passage p holds sentences [first[p], first[p + 1])
     passage_spans: torch.Tensor  # (P, 2) int64 character spans
     passage_emb: torch.Tensor  # (P, e) unit
@@ -196,6 +197,7 @@ class CollectionIndex:
             sentence_document=_int(none),
             sentence_number=_int(none),
             sentence_spans=_int(none, 2),
+            sentence_kind=torch.zeros(0, dtype=torch.int8),
             passage_first=_int([0]),
             passage_spans=_int(none, 2),
             passage_emb=embedding,
@@ -237,6 +239,7 @@ class CollectionIndex:
             sentence_document=torch.zeros(n, dtype=torch.int64),
             sentence_number=torch.arange(n),
             sentence_spans=_int(document.sentences, 2),
+            sentence_kind=torch.from_numpy(sentence_kinds(sentence_texts)),
             passage_first=_int(passages.first),
             passage_spans=_int(passages.spans, 2),
             passage_emb=net.evidence.embed_spans(torch.cat([means[: len(p_tokens)], empty])),
@@ -276,6 +279,7 @@ class CollectionIndex:
             sentence_document=torch.cat([p.sentence_document + int(d) for p, d in zip(parts, documents, strict=True)]),
             sentence_number=torch.cat([p.sentence_number for p in parts]),
             sentence_spans=torch.cat([p.sentence_spans for p in parts]),
+            sentence_kind=torch.cat([p.sentence_kind for p in parts]),
             passage_first=torch.cat([*firsts, torch.tensor([total])]),
             passage_spans=torch.cat([p.passage_spans for p in parts]),
             passage_emb=torch.cat([p.passage_emb for p in parts]),
@@ -308,6 +312,7 @@ class CollectionIndex:
                     sentence_document=self.sentence_document[s0:s1] - d,
                     sentence_number=self.sentence_number[s0:s1],
                     sentence_spans=self.sentence_spans[s0:s1],
+                    sentence_kind=self.sentence_kind[s0:s1],
                     passage_first=self.passage_first[p0 : p1 + 1] - s0,
                     passage_spans=self.passage_spans[p0:p1],
                     passage_emb=self.passage_emb[p0:p1],
@@ -386,6 +391,7 @@ INT_ARRAYS = (
     "sentence_document",
     "sentence_number",
     "sentence_spans",
+    "sentence_kind",
     "passage_first",
     "passage_spans",
     "passage_token_spans",
@@ -690,8 +696,9 @@ def read(model: Model, index: CollectionIndex, cache: ReadCache, question: Quest
 def best_sentence(model: Model, index: CollectionIndex, question: Question, passage: int) -> int:
     """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
     score's match, semantic, lexical and sentence terms over the passage's sentences (the lexical term's word
-    frequencies counted over the index's passages), among its sentences of ``MIN_SENTENCE_WORDS`` words or more if
-    any, and when the question asks for a figure ("How many employees …"), among those that quote one if any."""
+    frequencies counted over the index's passages), among its whole sentences if any (not a heading, a web address
+    or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
+    employees …"), among those that quote one if any (a citation mark "[44]" is none)."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.similarity, bags, question.idf(index))
@@ -701,11 +708,12 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
     w = model.weights
     score = w.match * _zscore(match) + w.semantic * _zscore(semantic) + w.lexical * _zscore(lexical)
     score = score + w.sentence * _zscore(dense)
-    whole = index.sentence_words.lengths[first:last] >= MIN_SENTENCE_WORDS
+    kind = index.sentence_kind[first:last]
+    whole = (kind & WHOLE) > 0
     if whole.any():  # never a fragment ("Non-standard.", a lone heading) when the passage has a sentence
         score = score.masked_fill(~whole, float("-inf"))
     if question.asks_figure:  # not "We also maintain employee networks." beside the head count
-        figures = torch.zeros(last - first).index_add_(0, bags.owner, model.figure_pieces[bags.token_ids].float()) > 0
+        figures = (kind & FIGURE) > 0
         if (figures & whole).any() or (figures.any() and not whole.any()):
             score = score.masked_fill(~figures, float("-inf"))
     return first + int(score.argmax())
@@ -758,11 +766,11 @@ def ranked_hits(
         named = set(question.documents)
         owner = index.passage_document.tolist()
         ranked = sorted(ranked, key=lambda hit: owner[hit[0]] not in named)  # stable: best first within each part
-    fragments: list[Hit] = []  # passages without a sentence of MIN_SENTENCE_WORDS words ("longt5"): last
+    fragments: list[Hit] = []  # passages without a whole sentence ("longt5", a web address): last
     for p, v in ranked:
         with torch.no_grad():
             hit = Hit(p, best_sentence(model, index, question, p), float(v))
-        if index.sentence_words.lengths[hit.sentence] >= MIN_SENTENCE_WORDS:
+        if index.sentence_kind[hit.sentence] & WHOLE:
             yield hit
         else:
             fragments.append(hit)
@@ -791,7 +799,7 @@ def cited(
     named = set(question.documents)
     for hit in ranked_hits(model, index, question, reading):
         document = int(index.sentence_document[hit.sentence])
-        fragment = bool(index.sentence_words.lengths[hit.sentence] < MIN_SENTENCE_WORDS)
+        fragment = not index.sentence_kind[hit.sentence] & WHOLE
         confident, held = is_confident(model, index, question, hit.passage)
         yield Cited(
             index.document_ids[document],

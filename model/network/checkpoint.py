@@ -96,12 +96,6 @@ class Model:
         with torch.no_grad():
             return self.net.match.keys(self.net.model.embed.weight)
 
-    @cached_property
-    def figure_pieces(self) -> torch.Tensor:
-        """(V,) bool: the vocabulary pieces that hold a digit (a sentence quoting a figure holds one)."""
-        size = self.net.model.embed.weight.shape[0]
-        return torch.tensor([any(c.isdigit() for c in self.tokenizer.decode([i])) for i in range(size)])
-
 
 _models: dict[tuple[Path, int], Model] = {}  # by (checkpoint, its mtime): loaded once per process
 _models_lock = threading.Lock()

@@ -21,6 +21,7 @@ from ingest.document import Page, ParsedDocument
 from ingest.pipeline import parse_text
 from ingest.segment import segment
 from model.inference.qa import CollectionIndex
+from model.inference.sentences import WHOLE
 from model.network.checkpoint import Model, load_model
 from model.research.training.train import REPO, TrainConfig, Trainer
 from storage.models import SentenceRow
@@ -463,5 +464,20 @@ def test_a_question_naming_a_document_reads_it_first_and_fragments_come_last(che
     assert firsts == [acme] * owner.count(acme), firsts
     whale = Question.encode(model, "What is a blowhole?", index)
     hits = list(ranked_hits(model, index, whale))
-    lengths = [int(index.sentence_words.lengths[h.sentence]) for h in hits]
-    assert lengths[-1] < 4 and min(lengths[:-1]) >= 4, lengths  # "Blowhole", the fragment, comes last
+    whole = [bool(index.sentence_kind[h.sentence] & WHOLE) for h in hits]
+    assert whole == [True] * (len(hits) - 1) + [False], whole  # "Blowhole", the fragment, comes last
+
+
+def test_a_citation_mark_is_not_a_figure(checkpoint: Path) -> None:
+    """A "how many" question cites the sentence quoting the count, not its neighbour (closer in words) whose only
+    digits are a citation mark."""
+    from model.inference.qa import Question, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    text = "The corpus holds summaries of civil rights cases [44]. In all there are 9,280 of them, written by experts."
+    index = CollectionIndex.build(model, [document_text("lexsum", text, "A corpus of case summaries")])
+    sentences = [text[a:b] for a, b in index.sentence_spans.tolist()]
+    question = Question.encode(model, "How many summaries does the corpus hold?", index)
+    (hit,) = ranked_hits(model, index, question)
+    assert sentences[hit.sentence].startswith("In all there are 9,280"), sentences[hit.sentence]
