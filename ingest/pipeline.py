@@ -39,6 +39,7 @@ def cpu_timeout_reason(timeout_s: float) -> str:
 
 PART_CHARS = 4 << 20  # a text file longer than this many characters is ingested as parts of about this size
 _TITLE_CHARS = 200
+_TITLE_WORDS = 20  # a longer first line of a text file is a paragraph, not its title
 _PARAGRAPH_BREAK = "\n\n"
 _NOT_A_TITLE = re.compile(
     r"(?i)^(?:proceedings|arxiv|published|accepted|preprint|copyright|journal|vol\.|content from this work)"
@@ -326,10 +327,12 @@ def _document(
 
 
 def _first_line(text: str) -> str:
+    """The text's first line when it reads as a title (at most ``_TITLE_WORDS`` words, not a sentence): "" when the
+    text opens with a paragraph, whose words would otherwise name the document and stand in every passage's bag."""
     for line in text.split("\n", 20)[:20]:
         line = line.strip().lstrip("#").strip()
         if line and section_name(line) != "abstract":
-            return line
+            return line if len(line.split()) <= _TITLE_WORDS and not line.endswith((".", "!", "?", ",", ";")) else ""
     return ""
 
 
@@ -366,7 +369,9 @@ def _runs_on(title: str, line: str) -> bool:
 
 
 def _stem(source: str) -> str:
-    return PurePath(source.rsplit("!", 1)[-1]).stem or source
+    """The file name without its suffix ("notes" of "a.zip!notes.txt"), with a JSONL record's id after it."""
+    path, _, record = source.rsplit("!", 1)[-1].partition("#")
+    return " ".join(filter(None, [PurePath(path).stem, record])) or source
 
 
 def _clip(title: str) -> str:

@@ -23,9 +23,12 @@ def file_name(source: str) -> str:
 
 
 def cited_as(title: str, source: str) -> str:
-    """How a citation names its document: the title, and the file name when it is not already the title."""
+    """How a citation names its document: the title with the file name, or the file name alone when the title is
+    the file's name without its suffix."""
     name = file_name(source)
-    return title if not name or name in title or PurePath(name).stem == title else f"{title} ({name})"
+    if not name or name in title:
+        return title
+    return name if PurePath(name).stem == title else f"{title} ({name})"
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,14 @@ def test_plain_text(check_document: Check) -> None:
     ]
 
 
+def test_a_text_opening_with_a_paragraph_is_titled_by_its_file_name() -> None:
+    """A first line that is a sentence or a paragraph (40 words) does not name the document: its file name does."""
+    paragraph = " ".join(["The committee reviewed the budget for the new library building in detail"] * 3) + "."
+    for first in (paragraph, "We met on Monday to decide."):
+        doc = _one("minutes_2024-03.txt", "txt", f"{first}\n\nThe second paragraph.".encode())
+        assert isinstance(doc, ParsedDocument) and doc.title == "minutes_2024-03", doc.title
+
+
 def test_encodings(check_document: Check) -> None:
     text = "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9."
     for data in (text.encode("utf-8"), text.encode("utf-8-sig"), text.encode("utf-16")):
@@ -98,7 +106,10 @@ def test_jsonl_records_and_bad_lines(check_document: Check) -> None:
     results = parse_item(InputItem("data.jsonl", "jsonl", data="\n".join(lines).encode()))
     docs = [r for r in results if isinstance(r, ParsedDocument)]
     errors = {r.source: r.reason for r in results if isinstance(r, IngestError)}
-    assert [(d.source, d.title) for d in docs] == [("data.jsonl#a", "Alpha"), ("data.jsonl#7", "Seven here.")]
+    assert [(d.source, d.title) for d in docs] == [
+        ("data.jsonl#a", "Alpha"),
+        ("data.jsonl#7", "data 7"),
+    ]  # a sentence is no title
     for doc in docs:
         check_document(doc)
     assert docs[0].content_hash == hashlib.sha256(lines[0].encode()).hexdigest()

@@ -274,6 +274,6 @@ def test_a_citation_names_the_file_beside_a_title_that_is_not_its_name() -> None
         cited_as("Acme Widgets, Inc. Form 10-K", "/data/acme-2019.pdf")
         == "Acme Widgets, Inc. Form 10-K (acme-2019.pdf)"
     )
-    assert cited_as("acme-2019", "/data/acme-2019.pdf") == "acme-2019"
+    assert cited_as("acme-2019", "/data/acme-2019.pdf") == "acme-2019.pdf"
     assert cited_as("Minutes", "/data/meetings.zip!2019/march.txt") == "Minutes (march.txt)"
     assert cited_as("Record 7", "/data/notes.jsonl#7") == "Record 7 (notes.jsonl)"
