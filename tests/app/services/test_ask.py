@@ -324,7 +324,9 @@ def test_an_answer_below_the_calibrated_coverage_says_it_is_not_confident(
 
     monkeypatch.setattr(checkpoint, "load_model", strict)
     sure = services.ask.ask(["notes"], "How do whales breathe air?", top_k=3, reader="indexpool")
-    assert sure.confident and sure.answer.startswith(f"{sure.citations[0].text} [1]"), [(c.title, c.text) for c in sure.citations]
+    assert sure.confident and sure.answer.startswith(f"{sure.citations[0].text} [1]"), [
+        (c.title, c.text) for c in sure.citations
+    ]
     unsure = services.ask.ask(["notes"], "Who painted the Mona Lisa?", top_k=3, reader="indexpool")
     assert not unsure.confident and unsure.answer.startswith("No confident answer")
     assert len(unsure.citations) == 3 and unsure.to_json()["confident"] is False  # the closest passages, flagged
