@@ -41,8 +41,10 @@ PART_CHARS = 4 << 20  # a text file longer than this many characters is ingested
 _TITLE_CHARS = 200
 _TITLE_WORDS = 20  # a longer first line of a text file is a paragraph, not its title
 _PARAGRAPH_BREAK = "\n\n"
+_MEASURE = re.compile(r"(?<![\w.])(?:\d+\.\d+|\d{2,})(?![\w.])")  # 88.857, 2016: three or more make a table row
 _NOT_A_TITLE = re.compile(
     r"(?i)^(?:proceedings|arxiv|published|accepted|preprint|copyright|journal|vol\.|content from this work)"
+    r"|^(?:table|figure|fig\.) ?\d+[.:]"  # a caption
     r"|\u00a9|\bconference\b|https?://|@|creative ?commons|under the terms of|^licensed under"
 )
 
@@ -337,12 +339,15 @@ def _first_line(text: str) -> str:
 
 
 def _pdf_title(pages: list[str]) -> str:
-    """The first line of the first page with text that is not a venue line, a URL, an address or a heading any
-    document could have ("Table of Contents"), with the line after it when the title runs on (:func:`_runs_on`)."""
+    """The first line of the first page with text that is not a venue line, a URL, an address, a heading any
+    document could have ("Table of Contents") or a line of a table (a page that opens with a table has no title
+    line), with the line after it when the title runs on (:func:`_runs_on`)."""
     for page in pages:
-        lines = [normalize_text(line) for line in page.split("\n", 11)[:11]]
+        lines = [normalize_text(line) for line in page.split("\n", 17)[:17]]
         for i, line in enumerate(lines[:10]):
-            if not generic_title(line) and not _NOT_A_TITLE.search(line):
+            rows = [len(_MEASURE.findall(row)) >= 3 for row in lines[i : i + 7]]
+            in_table = rows[0] or sum(rows) >= 3
+            if not generic_title(line) and not _NOT_A_TITLE.search(line) and not in_table:
                 if _runs_on(line, lines[i + 1] if i + 1 < len(lines) else ""):
                     line = f"{line} {lines[i + 1]}"
                 return line if len(line) <= _TITLE_CHARS else ""

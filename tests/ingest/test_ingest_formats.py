@@ -276,6 +276,17 @@ def test_titles_on_two_lines_template_names_licence_lines_and_entities(tmp_path:
     assert _pdf_title(path, None, lines) == "Low-Power Strain Sensors"  # a licence line is no title
     entities = _pdf_title(path, "COVID&#x02010;19 vaccination", ["Some text here."])
     assert entities == "COVID\u201019 vaccination"  # entities are unescaped
+    table: list[str | bytes] = [
+        "Field Task Dataset SOTA BERT-Base SCIBERT",
+        "Frozen Finetune Frozen Finetune",
+        "BC5CDR (Li et al., 2016) 88.857 85.08 86.72 88.73 90.01",
+        "JNLPBA (Collier and Kim, 2004) 78.58 74.05 76.09 75.77 77.28",
+        "NCBI-disease (Dogan et al., 2014) 89.36 84.06 86.88 86.39 88.57",
+        "Table 1: Test performances of all BERT variants on all tasks and datasets.",
+    ]
+    assert _pdf_title(tmp_path / "1903.10676.pdf", None, table) == "1903.10676"  # a table's header is no title
+    authors = ["SciBERT: A Pretrained Language Model", "Iz Beltagy 12, Kyle Lo 34", "Seattle, WA 98103", "Abstract"]
+    assert _pdf_title(path, None, authors) == "SciBERT: A Pretrained Language Model"
 
 
 def test_a_filing_is_titled_by_its_registrant_and_a_generic_heading_is_no_title(tmp_path: Path) -> None:
