@@ -25,7 +25,7 @@ from app.ui.library import (
     refresh,
 )
 from app.ui.settings import settings_tab
-from app.ui.summarize import summarize_tab
+from app.ui.summarize import follow_library, summarize_tab
 
 INDEX_STATUS_EVERY_S = 2.0
 
@@ -41,7 +41,7 @@ def build_app(services: Services) -> gr.Blocks:
         with gr.Tabs():
             library = library_tab()
             ask = ask_tab(services, app)
-            summarize_tab(services)
+            summarize = summarize_tab(services, library.collection)
             dashboard_tab(services)
             settings_tab(services)
         views = [library.collection, library.documents, ask.collections]
@@ -67,7 +67,9 @@ def build_app(services: Services) -> gr.Blocks:
             [library.log, *views, library.upload],
             api_name="ingest",
             show_progress_on=[library.log],  # one progress display, on the log
-        ).then(indexing, watched, statuses, api_visibility="private", show_progress="hidden")
+        ).then(indexing, watched, statuses, api_visibility="private", show_progress="hidden").then(
+            bind(follow_library, services), library.collection, summarize.choices, api_visibility="private"
+        )
         # Delete asks first; the API's /delete (what "Yes, delete it" runs) removes at once
         library.delete.click(
             bind(ask_to_delete, services),

@@ -18,8 +18,8 @@ SUMMARY_COLUMNS = ["#", "sentence", "document", "page"]
 
 
 def summary_collections(services: Services, chosen: str | None, request: gr.Request) -> tuple[Any, Any, str]:
-    """The collections to summarize (keeping ``chosen`` while it exists), the chosen one's documents and the
-    user's summarizer."""
+    """The collections to summarize (``chosen`` while it exists: the one picked here, or the one the Library tab
+    shows), the chosen one's documents and the user's summarizer."""
     names = services.library.collection_names(user_of(request))
     chosen = chosen if chosen in names else (names[0] if names else None)
     try:
@@ -28,6 +28,14 @@ def summary_collections(services: Services, chosen: str | None, request: gr.Requ
         fail(error)
         summarizer = "indexpool"
     return gr.update(choices=names, value=chosen), summary_documents(services, chosen, request), summarizer
+
+
+def follow_library(services: Services, shown: str | None, request: gr.Request) -> tuple[Any, Any, Any]:
+    """The Library tab's collection ``shown`` as the one to summarize, once it holds documents (a name being typed
+    there changes nothing here)."""
+    if shown not in services.library.collection_names(user_of(request)):
+        return gr.update(), gr.update(), gr.update()
+    return summary_collections(services, shown, request)
 
 
 def summary_documents(services: Services, collection: str | None, request: gr.Request) -> Any:
@@ -99,10 +107,13 @@ def summarize(
 class SummarizeTab:
     tab: gr.Tab
     collection: gr.Dropdown
+    choices: list[gr.Dropdown]  # what follow_library updates: the collection, its documents, the summarizer
 
 
-def summarize_tab(services: Services) -> SummarizeTab:
-    """The tab, its components and their events."""
+def summarize_tab(services: Services, library_collection: gr.Dropdown) -> SummarizeTab:
+    """The tab, its components and their events; the collection follows the one ``library_collection`` (the
+    Library tab's) shows, and the app calls :func:`follow_library` after an upload, so that what was just uploaded
+    is what the tab offers to summarize."""
     choices = [(label, name) for name, label in services.summaries.summarizers().items()]
     with gr.Tab("Summarize", id="summarize") as tab:
         with gr.Row():
@@ -137,6 +148,9 @@ def summarize_tab(services: Services) -> SummarizeTab:
         )
         rouge = gr.Markdown(elem_id="summary-rouge")
     tab.select(bind(summary_collections, services), collection, [collection, documents, summarizer], **PRIVATE)
+    library_collection.change(
+        bind(follow_library, services), library_collection, [collection, documents, summarizer], **PRIVATE
+    )
     collection.input(bind(summary_documents, services), collection, documents, **PRIVATE)
     button.click(
         bind(summarize, services),
@@ -146,4 +160,4 @@ def summarize_tab(services: Services) -> SummarizeTab:
         show_progress_on=[table],  # one progress display
         concurrency_limit=1,  # one summary at a time: the machine's cores are shared
     )
-    return SummarizeTab(tab, collection)
+    return SummarizeTab(tab, collection, [collection, documents, summarizer])

@@ -247,3 +247,19 @@ def test_with_auth_each_user_sees_only_their_sessions(browser: Browser, auth_ser
     for page in pages.values():
         page.context.close()
     anonymous.context.close()
+
+
+def test_summarize_offers_the_collection_just_uploaded_to(page: Page, tmp_path: Path) -> None:
+    """The Summarize tab's collection follows the Library tab's: after an upload into "zz-minutes" it offers that
+    collection and its document, not the first collection by name."""
+    for collection, name, text in [
+        ("aa-earlier", "earlier.txt", "An earlier collection holds this note about the weather."),
+        ("zz-minutes", "minutes.txt", "The committee met on Monday. It approved the new library building."),
+    ]:
+        (tmp_path / name).write_text(text)
+        choose_collection(page, collection)
+        assert ": ingested" in upload_and_ingest(page, [tmp_path / name])
+    page.get_by_role("tab", name="Summarize").click()
+    expect(page.locator("#summary-collection input")).to_have_value("zz-minutes")
+    page.locator("#summary-documents input").click()
+    expect(page.get_by_role("option", name=re.compile(r"\d+: minutes"))).to_be_visible()
