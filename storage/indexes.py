@@ -15,6 +15,7 @@ atomically, and the ``.npz`` index last, so a document counts as indexed only on
 
 from __future__ import annotations
 
+import os
 import shutil
 import zipfile
 from collections.abc import Collection
@@ -99,9 +100,23 @@ class IndexStore:
         stem = self._stem(weights_id, document_id, content_hash)
         return sum(p.stat().st_size for p in (Path(f"{stem}{s}") for s in STORE_SUFFIXES) if p.is_file())
 
-    def prune(self, weights_id: str, live: Collection[tuple[int, str]]) -> int:
+    def adopt(
+        self, previous: str, weights_id: str, document_id: int, content_hash: str, arrays: dict[str, np.ndarray]
+    ) -> None:
+        """Carry a document's stored index over from the folder ``previous`` (the index format before this one) to
+        ``weights_id``'s: its store files renamed (not copied), its index saved as ``arrays`` (brought to this
+        format), the previous index file removed."""
+        old, new = self._stem(previous, document_id, content_hash), self._stem(weights_id, document_id, content_hash)
+        new.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in STORE_SUFFIXES:
+            os.replace(f"{old}{suffix}", f"{new}{suffix}")
+        write_npz_atomic(new.with_suffix(".npz"), **arrays)
+        old.with_suffix(".npz").unlink(missing_ok=True)
+
+    def prune(self, weights_id: str, live: Collection[tuple[int, str]], previous: str = "") -> int:
         """Delete every stored file but those of ``weights_id`` for the (document id, content hash) pairs ``live``
-        (and files of earlier formats); the number of files deleted."""
+        (and files of earlier formats, but the indexes of live documents in the folder ``previous`` of the format
+        just before, until :meth:`adopt` carries them over); the number of files deleted."""
         keep = {f"{document_id}-{content_hash[:HASH_CHARS]}" for document_id, content_hash in live}
         deleted = 0
         if not self.folder.is_dir():
@@ -112,6 +127,12 @@ class IndexStore:
                 for sub in entry.iterdir():
                     if sub.is_dir() and not sub.is_symlink() and sub.name.startswith(ENTRIES_PREFIX):
                         deleted += _prune_files(sub, keep)
+            elif entry.is_dir() and entry.name == previous and not entry.is_symlink() and any(entry.glob("*.npz")):
+                deleted += _prune_files(entry, keep)  # tier 1 is pooled again from the carried store
+                for sub in entry.iterdir():
+                    if sub.is_dir() and not sub.is_symlink():
+                        deleted += sum(1 for p in sub.rglob("*") if p.is_file())
+                        shutil.rmtree(sub, ignore_errors=True)
             elif entry.is_dir() and not entry.is_symlink():
                 deleted += sum(1 for p in entry.rglob("*") if p.is_file())
                 shutil.rmtree(entry, ignore_errors=True)

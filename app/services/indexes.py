@@ -77,12 +77,13 @@ def cache_config(settings: Mapping[str, Any]) -> CacheConfig:
         raise UserError(f"the cache settings are not valid: {error}") from error
 
 
-def store_key(model: Model) -> str:
+def store_key(model: Model, before: int = 0) -> str:
     """What a document's stored index and caches are filed under: the checkpoint's weights and the index format
-    (a new format is rebuilt, by ``build`` too, rather than found and refused when a question loads it)."""
+    (a new format is built, by ``build`` too, rather than found and refused when a question loads it; ``before``
+    1: the format before, whose indexes are carried over when they can be: :meth:`IndexService.document_index`)."""
     from model.inference.qa import FORMAT
 
-    return f"{model.weights_id}-index{FORMAT}"
+    return f"{model.weights_id}-index{FORMAT - before}"
 
 
 def fingerprint(entries: Sequence[tuple[str, int, str]], weights_id: str) -> str:
@@ -179,7 +180,7 @@ class IndexService:
         except UserError as error:
             log.warning("background indexing is off: %s", error)
             return
-        self._prune(store_key(model))
+        self._prune(store_key(model), store_key(model, before=1))
         while True:
             with self._wake:
                 while not self._queue:
@@ -248,10 +249,10 @@ class IndexService:
             owners = {i: owner for i, _, owner in self.library.ingested_documents()}
         return owners.get(document_id, "")
 
-    def _prune(self, weights_id: str) -> None:
+    def _prune(self, weights_id: str, previous: str = "") -> None:
         with storage_errors():
             live = [(document_id, content_hash) for document_id, content_hash, _ in self.library.ingested_documents()]
-        deleted = self.store.prune(weights_id, live)
+        deleted = self.store.prune(weights_id, live, previous)
         if deleted:
             log.info("removed %d index files of documents no longer in the library", deleted)
 
@@ -281,6 +282,8 @@ class IndexService:
                 except (TypeError, ValueError):  # stale or partial: encode it again
                     index = None
             if index is None:
+                index = self._carried_over(model, document_id, content_hash)
+            if index is None:
                 index = CollectionIndex.build(model, [self._document_text(document_id)])
                 (built,) = index.stores
                 self.store.save(store_key(model), document_id, content_hash, index.to_arrays(), (built.kv, built.keys))
@@ -290,6 +293,31 @@ class IndexService:
             if self.holds(document_id):
                 self._remember(self._documents, key, index, MEMORY_DOCUMENTS)
             return index
+
+    def _carried_over(self, model: Model, document_id: int, content_hash: str) -> CollectionIndex | None:
+        """The document's index stored by the index format before this one, brought to this format without encoding
+        the document again (its store files moved over); None when there is none to carry."""
+        from model.inference.qa import CollectionIndex, upgraded
+        from model.inference.read import DocumentStore
+
+        previous = store_key(model, before=1)
+        arrays = self.store.load(previous, document_id, content_hash)
+        if arrays is None or not self.store.has(previous, document_id, content_hash):
+            return None
+        try:
+            arrays = upgraded(arrays, self._document_text(document_id))
+        except (KeyError, ValueError):
+            return None
+        if arrays is None:
+            return None
+        self.store.adopt(previous, store_key(model), document_id, content_hash, arrays)
+        store = self.store.load_store(store_key(model), document_id, content_hash)
+        if store is None:
+            return None
+        try:
+            return CollectionIndex.from_arrays(arrays, [str(document_id)], model.weights_id, [DocumentStore(*store)])
+        except (TypeError, ValueError):  # encoded again over the carried files
+            return None
 
     def document_entries(
         self, model: Model, document_id: int, content_hash: str, settings: Mapping[str, Any]

@@ -387,6 +387,16 @@ class CollectionIndex:
             raise ValueError(f"the stored index lacks {error}") from error
 
 
+def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
+    """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
+    document again: format 8 lacked the sentence kinds, read here from ``document`` (the one the index was built
+    from); None for any other format, or when the document's sentences are not the index's."""
+    if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
+        return None
+    kinds = sentence_kinds([document.sentence_text(i) for i in range(len(document.sentences))])
+    return arrays | {"format": np.array(FORMAT), "sentence_kind": kinds}
+
+
 INT_ARRAYS = (
     "sentence_document",
     "sentence_number",

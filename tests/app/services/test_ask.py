@@ -152,6 +152,36 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
     assert nothing.citations == [] and nothing.answer.startswith("No sentence")
 
 
+def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding(
+    services: Services, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indexes stored by the format before the sentence kinds (8) are not encoded again: each gains the kinds read
+    from its document's sentences (the same as a fresh encoding gives), its store files move to this format's
+    folder, and the previous folder goes once it is empty."""
+    import numpy as np
+
+    from model.inference.qa import FORMAT
+    from storage.arrays import read_npz, write_npz_atomic
+
+    answer = services.ask.ask(["notes"], "How do whales breathe?", top_k=4)
+    fresh = {path.name: read_npz(path) for path in stored_indexes(home)}
+    (folder,) = {path.parent for path in stored_indexes(home)}
+    previous = folder.with_name(folder.name.replace(f"index{FORMAT}", f"index{FORMAT - 1}"))
+    folder.rename(previous)  # as format 8 left it: no sentence kinds
+    for name, arrays in fresh.items():
+        old = {k: v for k, v in arrays.items() if k != "sentence_kind"} | {"format": np.array(FORMAT - 1)}
+        write_npz_atomic(previous / name, **old)
+    monkeypatch.setattr(CollectionIndex, "build", lambda *_: pytest.fail("the index was encoded again"))
+    again = Services(home)
+    assert again.ask.ask(["notes"], "How do whales breathe?", top_k=4).citations == answer.citations
+    for name, arrays in fresh.items():
+        saved = read_npz(folder / name)
+        assert int(saved["format"]) == FORMAT and np.array_equal(saved["sentence_kind"], arrays["sentence_kind"])
+    assert not list(previous.glob("*.npy")) and not list(previous.glob("*.npz"))
+    again.indexes._prune(folder.name, previous.name)
+    assert not previous.exists() and sorted(p.name for p in stored_indexes(home)) == sorted(fresh)
+
+
 def test_the_index_of_documents_is_the_concatenation_of_theirs(services: Services) -> None:
     model = load_model()
     entries = [("notes", d.id, d.content_hash) for d in services.library.documents("notes")]
