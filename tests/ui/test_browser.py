@@ -54,6 +54,9 @@ def _paper(folder: Path) -> Paper:
 
 
 def _screenshot(page: Page, name: str) -> None:
+    for close in page.locator(".toast-close").all():  # a notice of an earlier step is not part of this tab
+        close.click()
+    expect(page.locator(".toast-close")).to_have_count(0)
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
