@@ -73,7 +73,7 @@ from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 9  # of the arrays; arrays of another format are rebuilt
+FORMAT = 9  # of the arrays; arrays of format 8 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
 _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total revenue …", "What percentage of …"
