@@ -83,7 +83,9 @@ def build_app(services: Services) -> gr.Blocks:
             [library.collection, library.reference, ask.collections],
             [library.status, *views],
             api_name="delete",
-        ).then(lambda: gr.update(visible=False), None, library.confirm_row, api_visibility="private")
+        ).then(lambda: gr.update(visible=False), None, library.confirm_row, api_visibility="private").then(
+            bind(follow_library, services), library.collection, summarize.choices, api_visibility="private"
+        )
     return app
 
 

@@ -17,17 +17,35 @@ from app.ui.common import PRIVATE, bind, escape_markdown, fail, user_of
 SUMMARY_COLUMNS = ["#", "sentence", "document", "page"]
 
 
+def _summarizer(services: Services, request: gr.Request) -> str:
+    """The user's summarizer setting (the model's when the settings cannot be read, with a notice)."""
+    try:
+        return services.settings.settings(user_of(request))["summarizer"]
+    except UserError as error:
+        fail(error)
+        return "indexpool"
+
+
 def summary_collections(services: Services, chosen: str | None, request: gr.Request) -> tuple[Any, Any, str]:
     """The collections to summarize (``chosen`` while it exists: the one picked here, or the one the Library tab
     shows), the chosen one's documents and the user's summarizer."""
     names = services.library.collection_names(user_of(request))
     chosen = chosen if chosen in names else (names[0] if names else None)
-    try:
-        summarizer = services.settings.settings(user_of(request))["summarizer"]
-    except UserError as error:
-        fail(error)
-        summarizer = "indexpool"
-    return gr.update(choices=names, value=chosen), summary_documents(services, chosen, request), summarizer
+    return (
+        gr.update(choices=names, value=chosen),
+        summary_documents(services, chosen, request),
+        _summarizer(services, request),
+    )
+
+
+def open_tab(services: Services, chosen: str | None, request: gr.Request) -> tuple[Any, Any, str]:
+    """The tab opens: the collections are listed again, and the one chosen and its documents stay while it exists.
+    ``chosen`` is the value when the tab was clicked, which :func:`follow_library` may have changed since (an
+    upload just finished): showing it again would undo that."""
+    names = services.library.collection_names(user_of(request))
+    if chosen not in names:
+        return summary_collections(services, None, request)
+    return gr.update(choices=names), gr.update(), _summarizer(services, request)
 
 
 def follow_library(services: Services, shown: str | None, request: gr.Request) -> tuple[Any, Any, Any]:
@@ -147,7 +165,7 @@ def summarize_tab(services: Services, library_collection: gr.Dropdown) -> Summar
             elem_id="summary",
         )
         rouge = gr.Markdown(elem_id="summary-rouge")
-    tab.select(bind(summary_collections, services), collection, [collection, documents, summarizer], **PRIVATE)
+    tab.select(bind(open_tab, services), collection, [collection, documents, summarizer], **PRIVATE)
     library_collection.change(
         bind(follow_library, services), library_collection, [collection, documents, summarizer], **PRIVATE
     )
