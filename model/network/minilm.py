@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +25,8 @@ DIM = 384
 MAX_PIECES = 256  # word pieces read of a text, [CLS] and [SEP] included
 HEADS = 12
 EPS = 1e-12
-BATCH = 16  # texts per forward pass: larger batches run little faster and leave more memory behind
-WIDTH_STEP = 32  # a batch is padded to a multiple of this: each new shape leaves memory of its own behind
+BATCH_PIECES = 2048  # word pieces (padding included) per forward pass: many short texts, or 8 of the longest
+WIDTH_STEP = 16  # a batch is padded to a multiple of this
 
 
 def _fast_bfloat16() -> bool:
@@ -41,11 +41,13 @@ BFLOAT16 = _fast_bfloat16()
 
 @dataclass(frozen=True)
 class MiniLM:
-    """The encoder's weights (float32, by their BertModel names) and its WordPiece tokenizer."""
+    """The encoder's weights (float32, by their BertModel names, with each layer's query, key and value projections
+    also joined as ``attention.self.qkv``) and its WordPiece tokenizer."""
 
     weights: dict[str, torch.Tensor]
     tokenizer: object  # tokenizers.Tokenizer
     layers: int
+    bfloat16: dict[str, torch.Tensor] = field(default_factory=dict)  # the projections' weights under autocast
 
     @classmethod
     def load(cls, folder: Path) -> MiniLM:
@@ -57,14 +59,22 @@ class MiniLM:
         tokenizer.enable_truncation(MAX_PIECES)
         tokenizer.no_padding()
         layers = 1 + max(int(k.split(".")[2]) for k in weights if k.startswith("encoder.layer."))
-        return cls(weights, tokenizer, layers)
+        for i in range(layers):  # one product for the three projections
+            p = f"encoder.layer.{i}.attention.self"
+            for part in ("weight", "bias"):
+                weights[f"{p}.qkv.{part}"] = torch.cat([weights[f"{p}.{n}.{part}"] for n in ("query", "key", "value")])
+        # autocast would cast these to bfloat16 at every call: cast once (the same values)
+        projections = (".qkv.", ".dense.")
+        low = {k: v.bfloat16() for k, v in weights.items() if BFLOAT16 and any(n in k for n in projections)}
+        return cls(weights, tokenizer, layers, low)
 
     def _layer_norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
         w = self.weights
         return F.layer_norm(x, (DIM,), w[f"{name}.LayerNorm.weight"], w[f"{name}.LayerNorm.bias"], EPS)
 
     def _linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        return F.linear(x, self.weights[f"{name}.weight"], self.weights[f"{name}.bias"])
+        w = self.bfloat16 if self.bfloat16 and torch.is_autocast_enabled("cpu") else self.weights
+        return F.linear(x, w[f"{name}.weight"], w[f"{name}.bias"])
 
     @torch.inference_mode()
     def states(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -76,10 +86,8 @@ class MiniLM:
         keep = mask[:, None, None, :].bool()  # (B, 1, 1, T): padding is never attended to
         for i in range(self.layers):
             p = f"encoder.layer.{i}"
-            q, k, v = (
-                self._linear(x, f"{p}.attention.self.{n}").view(b, t, HEADS, -1).transpose(1, 2)
-                for n in ("query", "key", "value")
-            )  # (B, H, T, 32)
+            qkv = self._linear(x, f"{p}.attention.self.qkv").view(b, t, 3, HEADS, -1)  # (B, T, 3, H, 32)
+            q, k, v = (qkv[:, :, j].transpose(1, 2) for j in range(3))  # (B, H, T, 32)
             a = F.scaled_dot_product_attention(q, k, v, attn_mask=keep).transpose(1, 2).reshape(b, t, DIM)
             x = self._layer_norm(x + self._linear(a, f"{p}.attention.output.dense"), f"{p}.attention.output")
             h = F.gelu(self._linear(x, f"{p}.intermediate.dense"))  # (B, T, 1536)
@@ -106,11 +114,8 @@ class MiniLM:
         part_out = [np.zeros((len(p), DIM), dtype=np.float32) for p in parts]
         encodings = self.tokenizer.encode_batch(list(texts)) if texts else []
         pieces = [e.ids for e in encodings]
-        order = np.argsort([len(p) for p in pieces], kind="stable")
         unread: list[tuple[int, int]] = []  # (text, part) of the parts no piece of which was read
-        for start in range(0, len(order), BATCH):
-            rows = order[start : start + BATCH]
-            width = -(-max(len(pieces[i]) for i in rows) // WIDTH_STEP) * WIDTH_STEP  # few distinct shapes
+        for rows, width in _batches([len(p) for p in pieces]):
             ids = torch.zeros(len(rows), width, dtype=torch.int64)  # (B, T), 0 = [PAD]
             mask = torch.zeros(len(rows), width, dtype=torch.int64)
             for b, i in enumerate(rows):
@@ -136,6 +141,24 @@ class MiniLM:
             for (i, j), vector in zip(unread, alone, strict=True):
                 part_out[i][j] = vector
         return out, part_out
+
+
+def _batches(lengths: Sequence[int]) -> list[tuple[np.ndarray, int]]:
+    """Texts of ``lengths`` word pieces in batches of similar length: (rows, padded width) each, shortest first,
+    at most ``BATCH_PIECES`` pieces with the padding (a text longer than that alone)."""
+    order = np.argsort(lengths, kind="stable")
+    batches, start = [], 0
+    while start < len(order):
+        end = start + 1
+        width = -(-lengths[order[start]] // WIDTH_STEP) * WIDTH_STEP
+        while end < len(order):
+            wider = max(width, -(-lengths[order[end]] // WIDTH_STEP) * WIDTH_STEP)
+            if (end + 1 - start) * wider > BATCH_PIECES:
+                break
+            end, width = end + 1, wider
+        batches.append((order[start:end], width))
+        start = end
+    return batches
 
 
 _loaded: list[MiniLM] = []
