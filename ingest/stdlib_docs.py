@@ -71,17 +71,41 @@ def stdlib_module_names() -> list[str]:
     return names
 
 
-def clean_doc(text: str) -> str:
+_INHERITED = re.compile(
+    r"^( *)(Methods|Class methods|Static methods|Data descriptors|Readonly properties|Data and other attributes)"
+    r" inherited from [^:]+:$"
+)
+_RULE = re.compile(r"^ *-{20,}$")  # pydoc's line between the sections of a class
+
+
+def clean_doc(text: str, inherited: bool = False) -> str:
     """Drop pydoc's 'MODULE REFERENCE' boilerplate (the same paragraph in every module), the ``|`` gutter it
     draws down a class's members (so a docstring reads as paragraphs, not as lines of a table), object addresses
-    in reprs (``<function f at 0x7f...>``, different on every run) and trailing spaces."""
-    lines, skipping = [], False
+    in reprs (``<function f at 0x7f...>``, different on every run) and trailing spaces; unless ``inherited``, also
+    the sections of a class's members inherited from another class ("Methods inherited from
+    builtins.Exception: ..."): their documentation is the base class's, repeated under every subclass (half the
+    text of the standard library's pydoc), and the online documentation does not repeat it either."""
+    lines: list[str] = []
+    skipping, inherited_at = False, -1  # inherited_at: the indent of the inherited section being dropped
     for line in text.splitlines():
         if line and not line[0].isspace():
             skipping = line == "MODULE REFERENCE"
-        if not skipping:
-            line = _GUTTER.sub(r"\1", line)
-            lines.append(_OBJECT_ADDRESS.sub("", line).rstrip())
+        if skipping:
+            continue
+        line = _OBJECT_ADDRESS.sub("", _GUTTER.sub(r"\1", line)).rstrip()
+        if not inherited:
+            indent = len(line) - len(line.lstrip())
+            if inherited_at >= 0 and line and (indent < inherited_at or (indent == inherited_at and _RULE.match(line))):
+                inherited_at = -1  # the class ends, or another section follows
+            header = _INHERITED.match(line)
+            if header:
+                while lines and (not lines[-1] or _RULE.match(lines[-1])):  # the rule in front of it goes too
+                    lines.pop()
+                lines.append("")
+                inherited_at = len(header.group(1))
+            if inherited_at >= 0:
+                continue
+        lines.append(line)
     return "\n".join(lines).strip() + "\n"
 
 
@@ -126,12 +150,14 @@ def write_stdlib_corpus(
     limit: int | None = None,
     jobs: int | None = None,
     timeout: float = 30.0,
+    inherited: bool = False,
 ) -> list[Path]:
     """Write ``<module>.txt`` (pydoc plain text, UTF-8) for each public stdlib module into ``out_dir``.
 
     ``limit`` keeps the first N modules of :func:`stdlib_module_names`. Modules that fail to import or
     render, or take more than ``timeout`` seconds, are skipped. ``progress(done, total, name)`` is called
-    after each module. Returns the written files in module order.
+    after each module. ``inherited``: keep the documentation of inherited members (:func:`clean_doc`). Returns the
+    written files in module order.
     """
     names = stdlib_module_names()[:limit]
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -163,7 +189,7 @@ def write_stdlib_corpus(
             worker.started = time.monotonic()
             if text:
                 path = out_dir / f"{name}.txt"
-                _write_atomic(path, clean_doc(text))
+                _write_atomic(path, clean_doc(text, inherited))
                 written[name] = path
             done += 1
             if progress:

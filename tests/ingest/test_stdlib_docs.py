@@ -66,3 +66,32 @@ def test_clean_doc_drops_the_gutter_of_class_members() -> None:
         "      Call a function after a specified number\n      of seconds.\n"
     )
     assert clean_doc(raw) == expected
+
+
+def test_clean_doc_drops_inherited_members_unless_asked() -> None:
+    """A subclass's "inherited from" sections repeat its base class's documentation: the sample drops them, the
+    benchmark corpora keep them."""
+    raw = (
+        "CLASSES\n    class BoundaryError(MessageError)\n     |  Couldn't find terminating boundary.\n     |\n"
+        "     |  Methods defined here:\n     |\n     |  check(self)\n     |      Check it.\n     |\n"
+        "     |  ----------------------------------------------------------------------\n"
+        "     |  Methods inherited from builtins.Exception:\n     |\n"
+        "     |  __init__(self, /, *args, **kwargs)\n     |      Initialize self.\n     |\n"
+        "     |  ----------------------------------------------------------------------\n"
+        "     |  Data descriptors defined here:\n     |\n     |  line\n     |      The line.\n     |\n"
+        "     |  ----------------------------------------------------------------------\n"
+        "     |  Data descriptors inherited from MessageError:\n     |\n"
+        "     |  __weakref__\n     |      list of weak references to the object\n\n"
+        "    class CharsetError(MessageError)\n     |  An illegal charset was given.\n"
+    )
+    kept = clean_doc(raw, inherited=True)
+    assert "Initialize self." in kept and "list of weak references" in kept
+    dropped = clean_doc(raw)
+    assert "inherited" not in dropped and "Initialize self." not in dropped and "weak references" not in dropped
+    assert dropped == (
+        "CLASSES\n    class BoundaryError(MessageError)\n      Couldn't find terminating boundary.\n\n"
+        "      Methods defined here:\n\n      check(self)\n          Check it.\n\n"
+        "      ----------------------------------------------------------------------\n"
+        "      Data descriptors defined here:\n\n      line\n          The line.\n\n"
+        "    class CharsetError(MessageError)\n      An illegal charset was given.\n"
+    )

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
 
     corpus, sources = [], {}
     with tempfile.TemporaryDirectory() as stdlib_dir:
-        write_stdlib_corpus(Path(stdlib_dir))
+        write_stdlib_corpus(Path(stdlib_dir), inherited=True)  # the corpus the shipped tokenizer was trained on
         for name, lines in source_lines(args.data, Path(stdlib_dir)).items():
             sample, total = sample_lines(lines, BUDGETS[name])
             sampled = sum(len(line.encode("utf-8")) for line in sample)
