@@ -25,7 +25,8 @@ DIM = 384
 MAX_PIECES = 256  # word pieces read of a text, [CLS] and [SEP] included
 HEADS = 12
 EPS = 1e-12
-BATCH_PIECES = 2048  # word pieces (padding included) per forward pass: many short texts, or 8 of the longest
+BATCH_PIECES = 2048  # word pieces (padding included) per forward pass of short texts: many in one product
+MIN_BATCH = 16  # texts per forward pass of the longest
 WIDTH_STEP = 16  # a batch is padded to a multiple of this
 
 
@@ -145,7 +146,7 @@ class MiniLM:
 
 def _batches(lengths: Sequence[int]) -> list[tuple[np.ndarray, int]]:
     """Texts of ``lengths`` word pieces in batches of similar length: (rows, padded width) each, shortest first,
-    at most ``BATCH_PIECES`` pieces with the padding (a text longer than that alone)."""
+    ``MIN_BATCH`` texts, or as many more as ``BATCH_PIECES`` pieces with the padding hold."""
     order = np.argsort(lengths, kind="stable")
     batches, start = [], 0
     while start < len(order):
@@ -153,7 +154,7 @@ def _batches(lengths: Sequence[int]) -> list[tuple[np.ndarray, int]]:
         width = -(-lengths[order[start]] // WIDTH_STEP) * WIDTH_STEP
         while end < len(order):
             wider = max(width, -(-lengths[order[end]] // WIDTH_STEP) * WIDTH_STEP)
-            if (end + 1 - start) * wider > BATCH_PIECES:
+            if end + 1 - start > max(MIN_BATCH, BATCH_PIECES // wider):
                 break
             end, width = end + 1, wider
         batches.append((order[start:end], width))
