@@ -28,29 +28,35 @@ def _head_weight_matrix(w: torch.Tensor) -> torch.Tensor:
 
 
 def _scores(keys: torch.Tensor, qm: torch.Tensor, wm: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
-    """keys (n, D) [INT8 + scales (n,)], qm (D, Tq·H), wm (Tq·H, Tq) → the keys' scores (Tq, n)."""
-    out = torch.empty(keys.shape[0], wm.shape[1])  # (n, Tq)
+    """keys (n, D) [INT8 + scales (n,)], qm (D, Tq·H), wm (Tq·H, Tq) → the keys' scores (Tq, n), contiguous (the
+    top-k reads rows: on a transposed view it was several times slower)."""
+    out = torch.empty(wm.shape[1], keys.shape[0])  # (Tq, n)
+    wt = wm.t()  # (Tq, Tq·H)
     for a in range(0, keys.shape[0], BLOCK_ROWS):
-        block = out[a : a + BLOCK_ROWS]
+        block = out[:, a : a + BLOCK_ROWS]
         dots = torch.mm(keys[a : a + BLOCK_ROWS].float(), qm).relu_()  # (b, Tq·H); int8 codes widened
-        if wm.shape[1] == 1:
-            torch.mv(dots, wm[:, 0], out=block[:, 0])
-        else:
-            torch.mm(dots, wm, out=block)
+        block.copy_(torch.mm(wt, dots.t()))  # (Tq, b)
         if scales is not None:
-            block *= scales[a : a + BLOCK_ROWS, None].float()
-    return out.t()
+            block *= scales[None, a : a + BLOCK_ROWS].float()
+    return out
 
 
 def top_first(scores: torch.Tensor, m: int) -> torch.Tensor:
     """Positions (G, m), ascending, of the m largest scores of each row; ties go to the lowest positions."""
-    tau = scores.topk(m, dim=1).values[:, -1:]  # (G, 1) the m-th value
-    above, tied = scores > tau, scores == tau
-    need = m - above.sum(1, keepdim=True)
-    if torch.equal(tied.sum(1, keepdim=True), need):  # the usual case: every tie is taken
-        return (above | tied).nonzero()[:, 1].view(-1, m)
-    take = above | (tied & (tied.cumsum(1) <= need))
-    return take.nonzero()[:, 1].view(-1, m)
+    G, n = scores.shape
+    values, positions = scores.topk(m, dim=1, sorted=False)  # (G, m) the m largest, ties in any order
+    tau = values.min(dim=1, keepdim=True).values  # (G, 1) the m-th value
+    slots = (values == tau).sum(1)  # (G,) the slots the ties at tau fill
+    rows, cols = (scores == tau).nonzero(as_tuple=True)  # every tie at tau, by row, lowest position first
+    tied = torch.bincount(rows, minlength=G)  # (G,)
+    if torch.equal(tied, slots):  # the usual case: every tie is taken
+        return positions.sort(dim=1).values
+    rank = torch.arange(rows.shape[0]) - (tied.cumsum(0) - tied)[rows]  # each tie's rank within its row
+    first = rank < slots[rows]  # the lowest positions fill the slots
+    above = values > tau
+    row = torch.cat([torch.arange(G)[:, None].expand(G, m)[above], rows[first]])
+    position = torch.cat([positions[above], cols[first]])
+    return (row * n + position).sort().values.view(G, m) - torch.arange(G)[:, None] * n
 
 
 def indexer_topk_cpu(

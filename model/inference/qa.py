@@ -650,7 +650,7 @@ def evidence_terms(
     terms = {
         "match": net.match.logits(match, documents, len(index.document_ids)),
         "semantic": index.passage_emb @ question.embedding,
-        "doc": index.document_emb[documents] @ question.embedding,
+        "doc": (index.document_emb @ question.embedding)[documents],
         "lexical": bm25(index.passage_words, question.words, question.frequencies(index)),
         "dense": cosines(index.passage_dense, question.dense),
         "sentence": best_of_passage(index, cosines(index.sentence_dense, question.dense)),

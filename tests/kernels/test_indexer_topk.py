@@ -70,6 +70,19 @@ def test_topk_cpu_chunking_is_exact(monkeypatch):
     _check_topk(values, indices, q, w, keys, 20, None, "float32")
 
 
+@pytest.mark.parametrize("levels", [3, 50, 10**6])
+def test_top_first_takes_the_lowest_positions_among_ties(levels):
+    """The CPU merge's top-k: the m largest of each row, ties at the m-th value lowest position first — through its
+    fast path (no tie left out, many levels) and its tie-breaking path (a few levels: ties everywhere)."""
+    from kernels.indexer_topk.cpu import top_first
+
+    g = torch.Generator().manual_seed(levels)
+    scores = torch.randint(0, levels, (7, 301), generator=g).float()
+    for m in (1, 17, 301):
+        order = torch.sort(-scores, dim=1, stable=True).indices  # descending, equal values lowest position first
+        assert torch.equal(top_first(scores, m), order[:, :m].sort(dim=1).values)
+
+
 @pytest.mark.parametrize(
     "change, message",
     [

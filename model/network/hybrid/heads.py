@@ -112,7 +112,7 @@ class TokenMatchHead(nn.Module):
             best = best.scatter_reduce(1, owner.expand_as(sims), sims, "amax", include_self=True)
         else:  # a collection: MATCH_TOKENS tokens at a time (at 10M tokens, not 10M × Tq floats at once)
             for a in range(0, token_ids.shape[0], MATCH_TOKENS):
-                sims = similarity[:, token_ids[a : a + MATCH_TOKENS]]  # (Tq, n)
+                sims = similarity.index_select(1, token_ids[a : a + MATCH_TOKENS])  # (Tq, n)
                 best.scatter_reduce_(1, owner[a : a + MATCH_TOKENS].expand_as(sims), sims, "amax")
         score = (weights[:, None] * best).sum(0) / weights.sum()
         return score - self.length_penalty * lengths.float().clamp_min(1).log()

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 PAGE_TOKENS = 16
 
@@ -90,9 +89,8 @@ class KVTiers:
                         self.used += rows.numel() * rows.element_size()
                         self._evict()
                 got.append(rows)
-        tail = (0,) * (2 * (got[0].dim() - 1))  # pad only the token dimension: the store's last page may be short
-        table = torch.stack([F.pad(rows, (*tail, 0, P - rows.shape[0])) for rows in got])  # (pages, P, ...)
-        return table[inverse, positions - page_of * P].float()
+        # pages ascending: only the last can be short (the store's end), so page i starts at row i·P of their rows
+        return torch.cat(got)[inverse * P + positions - page_of * P].float()
 
     def _evict(self) -> None:
         while self.used > self.budget and self.pages:
