@@ -33,11 +33,11 @@ def _scores(keys: torch.Tensor, qm: torch.Tensor, wm: torch.Tensor, scales: torc
     out = torch.empty(wm.shape[1], keys.shape[0])  # (Tq, n)
     wt = wm.t()  # (Tq, Tq·H)
     for a in range(0, keys.shape[0], BLOCK_ROWS):
-        block = out[:, a : a + BLOCK_ROWS]
         dots = torch.mm(keys[a : a + BLOCK_ROWS].float(), qm).relu_()  # (b, Tq·H); int8 codes widened
-        block.copy_(torch.mm(wt, dots.t()))  # (Tq, b)
+        block = torch.mm(wt, dots.t())  # (Tq, b)
         if scales is not None:
-            block *= scales[None, a : a + BLOCK_ROWS].float()
+            block *= scales[None, a : a + BLOCK_ROWS].float()  # here, not on ``out``'s strided columns: 4× faster
+        out[:, a : a + BLOCK_ROWS] = block
     return out
 
 
@@ -47,10 +47,11 @@ def top_first(scores: torch.Tensor, m: int) -> torch.Tensor:
     values, positions = scores.topk(m, dim=1, sorted=False)  # (G, m) the m largest, ties in any order
     tau = values.min(dim=1, keepdim=True).values  # (G, 1) the m-th value
     slots = (values == tau).sum(1)  # (G,) the slots the ties at tau fill
-    rows, cols = (scores == tau).nonzero(as_tuple=True)  # every tie at tau, by row, lowest position first
-    tied = torch.bincount(rows, minlength=G)  # (G,)
+    at_tau = scores == tau
+    tied = at_tau.sum(1)  # (G,)
     if torch.equal(tied, slots):  # the usual case: every tie is taken
         return positions.sort(dim=1).values
+    rows, cols = at_tau.nonzero(as_tuple=True)  # every tie at tau, by row, lowest position first
     rank = torch.arange(rows.shape[0]) - (tied.cumsum(0) - tied)[rows]  # each tie's rank within its row
     first = rank < slots[rows]  # the lowest positions fill the slots
     above = values > tau

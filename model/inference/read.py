@@ -251,14 +251,11 @@ class CacheLayer:
 
     def fetch(self, positions: torch.Tensor) -> torch.Tensor:
         cache = self.cache
-        document = np.searchsorted(cache.offsets, positions.numpy(), side="right") - 1  # (n,) ascending
-        bounds = np.searchsorted(document, np.arange(len(cache.stores) + 1))
-        parts = []
-        for d in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
-            local = positions[bounds[d] : bounds[d + 1]] - int(cache.offsets[d])
-            cache.touched.add(d)
-            parts.append(cache.tiers.fetch(cache.keys[d], self.index, cache.stores[d].kv, local))
-        return torch.cat(parts) if parts else torch.empty(0, *cache.stores[0].kv.shape[2:])
+        document = np.searchsorted(cache.offsets, positions.numpy(), side="right") - 1  # (n,)
+        cache.touched.update(np.unique(document).tolist())
+        local = positions - torch.from_numpy(cache.offsets[document])
+        stores = [store.kv for store in cache.stores]
+        return cache.tiers.fetch_many(self.index, cache.keys, stores, torch.from_numpy(document), local)
 
 
 @dataclass

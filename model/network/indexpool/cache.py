@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,21 +67,34 @@ class KVTiers:
         """Rows of token ``positions`` (n,) int64 of one document's tier-3 array ``store`` (layers, L, ...) at
         ``layer``, through tier 2 (``key`` names the document: pages are cached under (key, layer, page)).
         → (n, ...) float32"""
+        return self.fetch_many(layer, [key], [store], torch.zeros_like(positions), positions)
+
+    def fetch_many(
+        self,
+        layer: int,
+        keys: Sequence[Hashable],
+        stores: Sequence[np.ndarray],
+        document: torch.Tensor,
+        positions: torch.Tensor,
+    ) -> torch.Tensor:
+        """:meth:`fetch` over several documents at once: row n is token ``positions[n]`` of document
+        ``document[n]`` (``keys`` and ``stores`` by document).  → (n, ...) float32"""
         P = self.page_tokens
         if positions.numel() == 0:
-            return torch.empty(0, *store.shape[2:])
-        page_of = positions // P
-        pages, inverse = torch.unique(page_of, return_inverse=True)
+            return torch.empty(0, *stores[0].shape[2:])
+        page_of = positions // P  # (n,)
+        span = int(page_of.max()) + 1
+        wanted, inverse = torch.unique(document * span + page_of, return_inverse=True)  # by document, then page
         got = []
         with self._lock:
-            for page in pages.tolist():
-                slot = (key, layer, page)
+            for d, page in (divmod(w, span) for w in wanted.tolist()):
+                slot = (keys[d], layer, page)
                 rows = self.pages.get(slot)
                 if rows is not None:
                     self.pages.move_to_end(slot)
                     self.counts.hits += 1
                 else:
-                    rows = torch.from_numpy(np.array(store[layer, page * P : (page + 1) * P]))
+                    rows = torch.from_numpy(np.array(stores[d][layer, page * P : (page + 1) * P]))
                     self.counts.misses += 1
                     self.counts.bytes_read += rows.numel() * rows.element_size()
                     if self.budget > 0:
@@ -89,8 +102,9 @@ class KVTiers:
                         self.used += rows.numel() * rows.element_size()
                         self._evict()
                 got.append(rows)
-        # pages ascending: only the last can be short (the store's end), so page i starts at row i·P of their rows
-        return torch.cat(got)[inverse * P + positions - page_of * P].float()
+        lengths = torch.tensor([rows.shape[0] for rows in got])  # a document's last page may be short
+        first = lengths.cumsum(0) - lengths  # each page's first row among their rows
+        return torch.cat(got)[first[inverse] + positions - page_of * P].float()
 
     def _evict(self) -> None:
         while self.used > self.budget and self.pages:
