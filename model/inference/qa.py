@@ -75,6 +75,7 @@ from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
 FORMAT = 9  # of the arrays; arrays of format 8 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
+RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a time
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
 _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total revenue …", "What percentage of …"
     r"\s*(?:how (?:many|much|large|big|long|old|often)|what (?:(?:is|was|were|are) the )?(?:number|amount|total|"
@@ -770,20 +771,19 @@ def ranked_hits(
     ``question`` was encoded for a shard."""
     with torch.no_grad():
         score = evidence_score(model, evidence_terms(model, index, question, reading))
-        order = torch.sort(score, descending=True, stable=True)  # equal scores: in the index's order
-    ranked = list(zip(order.indices.tolist(), order.values.tolist(), strict=True))
-    if question.documents:
-        named = set(question.documents)
-        owner = index.passage_document.tolist()
-        ranked = sorted(ranked, key=lambda hit: owner[hit[0]] not in named)  # stable: best first within each part
+        order = torch.sort(score, descending=True, stable=True).indices  # equal scores: in the index's order
+        if question.documents:  # the named documents' passages first, best first within each part
+            other = ~torch.isin(index.passage_document[order], torch.tensor(question.documents))
+            order = order[torch.sort(other.to(torch.uint8), stable=True).indices]
     fragments: list[Hit] = []  # passages without a whole sentence ("longt5", a web address): last
-    for p, v in ranked:
-        with torch.no_grad():
-            hit = Hit(p, best_sentence(model, index, question, p), float(v))
-        if index.sentence_kind[hit.sentence] & WHOLE:
-            yield hit
-        else:
-            fragments.append(hit)
+    for block in order.split(RANKED_BLOCK):  # the caller reads a few: not every passage made a Python int
+        for p in block.tolist():
+            with torch.no_grad():
+                hit = Hit(p, best_sentence(model, index, question, p), float(score[p]))
+            if index.sentence_kind[hit.sentence] & WHOLE:
+                yield hit
+            else:
+                fragments.append(hit)
     yield from fragments
 
 

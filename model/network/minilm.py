@@ -151,15 +151,20 @@ def _batches(lengths: Sequence[int]) -> list[tuple[np.ndarray, int]]:
     batches, start = [], 0
     while start < len(order):
         end = start + 1
-        width = -(-lengths[order[start]] // WIDTH_STEP) * WIDTH_STEP
+        width = _width(lengths[order[start]])
         while end < len(order):
-            wider = max(width, -(-lengths[order[end]] // WIDTH_STEP) * WIDTH_STEP)
+            wider = max(width, _width(lengths[order[end]]))
             if end + 1 - start > max(MIN_BATCH, BATCH_PIECES // wider):
                 break
             end, width = end + 1, wider
         batches.append((order[start:end], width))
         start = end
     return batches
+
+
+def _width(pieces: int) -> int:
+    """A batch's padded width for a text of ``pieces`` word pieces: the next multiple of ``WIDTH_STEP``."""
+    return -(-pieces // WIDTH_STEP) * WIDTH_STEP
 
 
 _loaded: list[MiniLM] = []

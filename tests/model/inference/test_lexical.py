@@ -67,3 +67,18 @@ def test_words_held_in_every_passage_of_a_document_and_their_share() -> None:
     assert not everywhere[row["acme"]].any() and not everywhere[row["employees"]].any()
     share = held_share(bags, owner, question)
     assert_close(share[row["employees"]], torch.tensor([1 / 3, 1 / 2, 1.0]), "float32")
+
+
+def test_entries_of_large_bags_are_the_isin_ones(monkeypatch) -> None:
+    """Bags large enough to keep their ids sorted find the same entries, ascending, as ``torch.isin`` — again on
+    the next call (the sorted copy kept), for words found nowhere and for none."""
+    import model.inference.lexical as lexical
+
+    monkeypatch.setattr(lexical, "SORTED_FROM", 10)
+    g = torch.Generator().manual_seed(0)
+    owner = torch.arange(400).repeat_interleave(5)
+    bags = WordBags(torch.randint(0, 50, (2000,), generator=g), torch.ones(2000), owner, torch.full((400,), 5.0))
+    for words in ([3, 7, 49], [0], [50, 51], [], [2, 3, 4, 60]):
+        words = torch.tensor(words, dtype=torch.int64)
+        assert torch.equal(bags.entries(words), torch.isin(bags.ids, words).nonzero().flatten())
+    assert bags._sorted is not None
