@@ -42,8 +42,8 @@ BFLOAT16 = _fast_bfloat16()
 
 @dataclass(frozen=True)
 class MiniLM:
-    """The encoder's weights (float32, by their BertModel names, with each layer's query, key and value projections
-    also joined as ``attention.self.qkv``) and its WordPiece tokenizer."""
+    """The encoder's weights (float32, by their BertModel names, but each layer's query, key and value projections
+    joined as ``attention.self.qkv``) and its WordPiece tokenizer."""
 
     weights: dict[str, torch.Tensor]
     tokenizer: object  # tokenizers.Tokenizer
@@ -63,7 +63,9 @@ class MiniLM:
         for i in range(layers):  # one product for the three projections
             p = f"encoder.layer.{i}.attention.self"
             for part in ("weight", "bias"):
-                weights[f"{p}.qkv.{part}"] = torch.cat([weights[f"{p}.{n}.{part}"] for n in ("query", "key", "value")])
+                weights[f"{p}.qkv.{part}"] = torch.cat(
+                    [weights.pop(f"{p}.{n}.{part}") for n in ("query", "key", "value")]
+                )
         # autocast would cast these to bfloat16 at every call: cast once (the same values)
         projections = (".qkv.", ".dense.")
         low = {k: v.bfloat16() for k, v in weights.items() if BFLOAT16 and any(n in k for n in projections)}
