@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-PAGE_TOKENS = 16
+PAGE_TOKENS = 4  # a page is the tokens of one tier-1 entry at the default ratio: a read fetches whole entries
 
 
 @dataclass
