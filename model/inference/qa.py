@@ -66,14 +66,14 @@ from model.inference.lexical import (
 )
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
-from model.inference.sentences import FIGURE, WHOLE, sentence_kinds
+from model.inference.sentences import FIGURE, WHOLE, counted_text, counted_word, sentence_kinds
 from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
 from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 9  # of the arrays; arrays of format 8 are carried over (`upgraded`), of another format rebuilt
+FORMAT = 10  # of the arrays; arrays of formats 8 and 9 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
 RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a time
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -84,6 +84,8 @@ _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total reve
 )
 MAX_NAME_SHARE = 0.05  # a name, not a topic: in under this share of its document's own sentences (S2ORC: 12 %)
 _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with its possessive ("Acme's")
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+COUNT_BONUS = 2.0  # added to the score of a passage whose sentence counts what a figure question asks the count of
 
 
 @dataclass
@@ -156,6 +158,7 @@ class CollectionIndex:
     sentence_tokens: TokenBags
     passage_words: WordBags  # the lexical term's word counts
     sentence_words: WordBags
+    sentence_counted: WordBags  # the words each sentence's figures count (``model.inference.sentences``)
     vocab_size: int
     passage_token_spans: torch.Tensor  # (P, 2) int64 token spans, documents' tokens one after the other
     document_tokens: torch.Tensor  # (D,) int64 tokens of each document
@@ -209,6 +212,7 @@ class CollectionIndex:
             sentence_tokens=TokenBags.build([]),
             passage_words=WordBags.build([]),
             sentence_words=WordBags.build([]),
+            sentence_counted=WordBags.build([]),
             vocab_size=model.net.cfg.vocab_size,
             passage_token_spans=_int(none, 2),
             document_tokens=_int(none),
@@ -253,6 +257,7 @@ class CollectionIndex:
             sentence_tokens=TokenBags.build(tokenizer.encode_batch(sentence_texts)),
             passage_words=WordBags.build([f"{document.title}\n{document.text[a:b]}" for a, b in passages.spans]),
             sentence_words=WordBags.build(sentence_texts),
+            sentence_counted=WordBags.build([counted_text(t) for t in sentence_texts]),
             vocab_size=net.cfg.vocab_size,
             passage_token_spans=_int(p_tokens, 2),
             document_tokens=_int([len(ids)]),
@@ -291,6 +296,7 @@ class CollectionIndex:
             sentence_tokens=TokenBags.concat([p.sentence_tokens for p in parts]),
             passage_words=WordBags.concat([p.passage_words for p in parts]),
             sentence_words=WordBags.concat([p.sentence_words for p in parts]),
+            sentence_counted=WordBags.concat([p.sentence_counted for p in parts]),
             vocab_size=parts[0].vocab_size,
             passage_token_spans=torch.cat([p.passage_token_spans + int(t) for p, t in zip(parts, tokens, strict=True)]),
             document_tokens=torch.cat([p.document_tokens for p in parts]),
@@ -324,6 +330,7 @@ class CollectionIndex:
                     sentence_tokens=self.sentence_tokens.slice(s0, s1),
                     passage_words=self.passage_words.slice(p0, p1),
                     sentence_words=self.sentence_words.slice(s0, s1),
+                    sentence_counted=self.sentence_counted.slice(s0, s1),
                     vocab_size=self.vocab_size,
                     passage_token_spans=self.passage_token_spans[p0:p1] - int(tokens[d]),
                     document_tokens=self.document_tokens[d : d + 1],
@@ -350,7 +357,7 @@ class CollectionIndex:
             bags = getattr(self, name)
             for part in ("token_ids", "owner", "lengths"):
                 arrays[f"{name}.{part}"] = getattr(bags, part).numpy()
-        for name in ("passage_words", "sentence_words"):
+        for name in WORD_BAGS:
             arrays |= getattr(self, name).arrays(name)
         return arrays
 
@@ -379,8 +386,7 @@ class CollectionIndex:
                 document_ids=list(document_ids),
                 **{name: tensors[name] for name in (*INT_ARRAYS, *FLOAT_ARRAYS)},
                 **bags,
-                passage_words=WordBags.from_arrays(arrays, "passage_words"),
-                sentence_words=WordBags.from_arrays(arrays, "sentence_words"),
+                **{name: WordBags.from_arrays(arrays, name) for name in WORD_BAGS},
                 vocab_size=int(arrays["vocab_size"]),
                 stores=stores,
             )
@@ -390,12 +396,12 @@ class CollectionIndex:
 
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 8 lacked the sentence kinds, read here from ``document`` (the one the index was built
-    from); None for any other format, or when the document's sentences are not the index's."""
+    document again: format 9 lacked the words the sentences' figures count, read here from ``document`` (the one the
+    index was built from); None for any other format, or when the document's sentences are not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
-    kinds = sentence_kinds([document.sentence_text(i) for i in range(len(document.sentences))])
-    return arrays | {"format": np.array(FORMAT), "sentence_kind": kinds}
+    counted = WordBags.build([counted_text(document.sentence_text(i)) for i in range(len(document.sentences))])
+    return arrays | {"format": np.array(FORMAT)} | counted.arrays("sentence_counted")
 
 
 INT_ARRAYS = (
@@ -409,6 +415,7 @@ INT_ARRAYS = (
     "document_tokens",
 )
 FLOAT_ARRAYS = ("passage_emb", "sentence_emb", "passage_dense", "sentence_dense")
+WORD_BAGS = ("passage_words", "sentence_words", "sentence_counted")
 
 
 def _int(values: np.ndarray, width: int = 0) -> torch.Tensor:
@@ -492,6 +499,10 @@ class Question:
     names_document: bool = False  # it names a document of the index it was encoded for (:func:`without_names`)
     documents: tuple[int, ...] = ()  # rows of that index's documents whose title it names (:func:`named_documents`)
     some_named: bool = False  # it names some documents of the collection, maybe all on other shards than the index
+    counted: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))  # (0 or 1,) the word
+    # id of what a figure question counts ("How many papers …": papers; ``model.inference.sentences.counted_word``)
+    subject: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))  # (N,) ascending word
+    # ids of its capitalised words (the first aside) that name no document: what it counts them of ("S2ORC")
     total: Total = field(default=alone, repr=False, compare=False)  # the index is a shard: sums over the shards
     _counted: tuple[CollectionIndex, Frequencies, torch.Tensor] | None = field(default=None, repr=False, compare=False)
 
@@ -545,11 +556,25 @@ class Question:
         dense = torch.from_numpy(minilm().encode([about])[0])
         words = question_words(question)
         figure = _ASKS_FIGURE.match(question) is not None
+        counted = counted_word(question) if figure else None
         embedding = model.net.encode_question(ids)
         similarity = match_similarity(model.net, ids, model.match_keys)
         named = names.documents() if names is not None else ()
         some = names is not None and names.some_named
-        return cls(ids, embedding, similarity, words, dense, figure, about != question, named, some, total)
+        return cls(
+            ids,
+            embedding,
+            similarity,
+            words,
+            dense,
+            figure,
+            about != question,
+            named,
+            some,
+            question_words(counted or ""),
+            question_words(" ".join(_POSSESSIVE.sub("", m.group()) for m in _NAME.finditer(about) if m.start() > 0)),
+            total,
+        )
 
 
 @dataclass
@@ -703,13 +728,35 @@ def read(model: Model, index: CollectionIndex, cache: ReadCache, question: Quest
     return read_passages(model, index.passage_token_spans, cache, question.ids)
 
 
+def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tensor:
+    """Which sentences count what the question asks the count of: a figure of the sentence counts the question's
+    counted word ("81.1M … papers" for "How many papers …"; ``model.inference.sentences.counted_text``), and the
+    sentence holds the question's subject words ("S2ORC": not "MAG contained 213M papers" for "How many papers does
+    S2ORC contain?").  → (S,) bool"""
+    sentences = index.sentence_words.lengths.shape[0]
+    found = torch.zeros(sentences, dtype=torch.bool)
+    if question.counted.numel() == 0:
+        return found
+    counted = index.sentence_counted
+    found[counted.owner[counted.entries(question.counted)]] = True
+    if question.subject.numel():
+        words = index.sentence_words
+        present = words.entries(question.subject)
+        held = torch.zeros(sentences).index_add_(0, words.owner[present], torch.ones(present.shape[0]))
+        found &= held == question.subject.numel()
+    return found
+
+
 @torch.no_grad()
-def best_sentence(model: Model, index: CollectionIndex, question: Question, passage: int) -> int:
+def best_sentence(
+    model: Model, index: CollectionIndex, question: Question, passage: int, counting: torch.Tensor | None = None
+) -> int:
     """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
     score's match, semantic, lexical and sentence terms over the passage's sentences (the lexical term's word
     frequencies counted over the index's passages), among its whole sentences if any (not a heading, a web address
     or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
-    employees …"), among those that quote one if any (a citation mark "[44]" is none)."""
+    employees …"), among those that quote one if any (a citation mark "[44]" is none) — and among those, the ones
+    that count what it asks about (``counting``: (S,) :func:`counting_sentences`) if any."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.similarity, bags, question.idf(index))
@@ -727,6 +774,8 @@ def best_sentence(model: Model, index: CollectionIndex, question: Question, pass
         figures = (kind & FIGURE) > 0
         if (figures & whole).any() or (figures.any() and not whole.any()):
             score = score.masked_fill(~figures, float("-inf"))
+        if counting is not None and counting[first:last].any():
+            score = score.masked_fill(~counting[first:last], float("-inf"))
     return first + int(score.argmax())
 
 
@@ -765,12 +814,17 @@ def ranked_hits(
     """Every passage, best first, each with its best sentence, found as the caller reads on (the app skips the
     passages whose sentence it has already quoted); ``reading`` as in :func:`answer`. A question that names some of
     the documents (:attr:`Question.documents`) reads their passages first: "What does the PaperMage paper propose?"
-    is answered from PaperMage even where another paper's passage says "paper" more often. A passage whose best
-    sentence is a fragment (a table's cell, a heading left alone) comes after every passage with a whole sentence.
+    is answered from PaperMage even where another paper's passage says "paper" more often. A passage holding a
+    sentence that counts what a figure question asks the count of (:func:`counting_sentences`) scores
+    ``COUNT_BONUS`` more. A passage whose best sentence is a fragment (a table's cell, a heading left alone) comes
+    after every passage with a whole sentence.
     The passages are scored at the first ``next``: over every shard, together with the other shards, when
     ``question`` was encoded for a shard."""
     with torch.no_grad():
         score = evidence_score(model, evidence_terms(model, index, question, reading))
+        counting = counting_sentences(index, question)
+        if counting.any():
+            score = score + COUNT_BONUS * best_of_passage(index, counting.float())
         order = torch.sort(score, descending=True, stable=True).indices  # equal scores: in the index's order
         if question.documents:  # the named documents' passages first, best first within each part
             other = ~torch.isin(index.passage_document[order], torch.tensor(question.documents))
@@ -779,7 +833,7 @@ def ranked_hits(
     for block in order.split(RANKED_BLOCK):  # the caller reads a few: not every passage made a Python int
         for p in block.tolist():
             with torch.no_grad():
-                hit = Hit(p, best_sentence(model, index, question, p), float(score[p]))
+                hit = Hit(p, best_sentence(model, index, question, p, counting), float(score[p]))
             if index.sentence_kind[hit.sentence] & WHOLE:
                 yield hit
             else:

@@ -1,5 +1,6 @@
-"""What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment, and whether
-it quotes a figure. The answer path cites whole sentences first, and a sentence quoting a figure for "How many …".
+"""What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment, whether it
+quotes a figure, and what its figures count. The answer path cites whole sentences first, a sentence quoting a figure
+for "How many …", and first of all one whose figure counts what the question asks about.
 
 A word is a run of letters or digits that is not part of a web address ("github.com/allenai/papermage" is none) and
 not a citation mark; a figure is a number standing alone ("3,950", "$280,522", "12.5%", "2019"), never a citation
@@ -7,6 +8,14 @@ mark ("[44]", "[3, 7–9]") nor a footnote mark stuck to a word ("networks20", "
 
     kinds = sentence_kinds(["We had 3,950 employees.", "§ github.com/allenai/papermage1"])
     kinds & WHOLE, kinds & FIGURE                                  # → [1, 0], [2, 0]
+    counted_text("a corpus of 81.1M English-language academic papers, 380.5M citation links")
+    # → "English-language academic papers citation links"
+    counted_word("How many papers does S2ORC contain?")             # → "papers"
+
+What a figure counts: the words after it up to ``COUNT_AFTER`` ("9,280 expert-authored summaries", "five
+annotators") and the words before it up to ``COUNT_BEFORE`` (a table row's label: "Employees 3,950", "Total net sales
+(2019: 280,522)"), never past the end of its phrase (a word ending in , ; : . ) ! ?). Number words count as figures
+here ("eight layers"), "one" aside ("one of the …").
 """
 
 from __future__ import annotations
@@ -18,11 +27,25 @@ import numpy as np
 
 MIN_WORDS = 4  # a whole sentence has at least this many words
 WHOLE, FIGURE = 1, 2  # the bits of a sentence's kind
+COUNT_AFTER, COUNT_BEFORE = 4, 2  # words after and before a figure that it counts or labels
 
 _ADDRESS = re.compile(r"\S*(?:https?://|www\.|\w\.(?:com|org|net|edu|gov|io)\b|\w/\w)\S*", re.IGNORECASE)
 _CITATION = re.compile(r"\[\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*\]")  # [44], [3, 7–9]
 _WORD = re.compile(r"[^\W_]+")
 _FIGURE = re.compile(r"(?<!\w)\d")  # a number's first digit, not stuck to a word before it
+_FIGURE_TOKEN = re.compile(r"[(\[$€£]*\d")  # a whitespace token that is a figure
+_NUMBER_WORDS = frozenset(
+    "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds thousand"
+    " thousands million millions billion billions dozen dozens".split()
+)
+_PHRASE_END = (",", ";", ":", ".", ")", "!", "?")
+# "How many X …", "the number of X", "the total X", "how much X": X is the last word before the verb or preposition
+_COUNT_CUE = re.compile(r"\b(?:how many|how much|number of|amount of|total)\s+", re.IGNORECASE)
+_NOT_COUNTED = frozenset(
+    "a an the are is was were be been do does did have has had can could will would should in of for on at to by from"
+    " with as per during over under among between there that which who whose this these those it its their they we"
+    " you he she i".split()
+)
 
 
 def sentence_kind(text: str) -> int:
@@ -35,3 +58,42 @@ def sentence_kind(text: str) -> int:
 def sentence_kinds(texts: Sequence[str]) -> np.ndarray:
     """(S,) int8 the kind bits of each sentence."""
     return np.array([sentence_kind(t) for t in texts], dtype=np.int8)
+
+
+def _is_figure(token: str) -> bool:
+    return bool(_FIGURE_TOKEN.match(token)) or token.lower().strip("(),;:.") in _NUMBER_WORDS
+
+
+def counted_text(text: str) -> str:
+    """The words that the figures of one sentence's text count or label, as text (empty when it quotes none)."""
+    tokens = _CITATION.sub(" ", _ADDRESS.sub(" ", text)).split()
+    counted = []
+    for i, token in enumerate(tokens):
+        if not _is_figure(token):
+            continue
+        for j in range(i - 1, max(i - 1 - COUNT_BEFORE, -1), -1):
+            if tokens[j].endswith(_PHRASE_END) or _is_figure(tokens[j]):
+                break
+            counted.append(tokens[j])
+        if token.endswith(_PHRASE_END):
+            continue
+        for j in range(i + 1, min(i + 1 + COUNT_AFTER, len(tokens))):
+            if _is_figure(tokens[j]):
+                break
+            counted.append(tokens[j])
+            if tokens[j].endswith(_PHRASE_END):
+                break
+    return " ".join(counted)
+
+
+def counted_word(question: str) -> str | None:
+    """The word a question asks the count or amount of ("How many full-time employees …" → "employees"), or None."""
+    cue = _COUNT_CUE.search(question)
+    if cue is None:
+        return None
+    words = []
+    for word in re.findall(r"[^\W_]+(?:-[^\W_]+)*", question[cue.end() :]):
+        if word.lower() in _NOT_COUNTED:
+            break
+        words.append(word)
+    return words[-1] if words else None

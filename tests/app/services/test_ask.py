@@ -155,8 +155,8 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
 def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding(
     services: Services, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Indexes stored by the format before the sentence kinds (8) are not encoded again: each gains the kinds read
-    from its document's sentences (the same as a fresh encoding gives), its store files move to this format's
+    """Indexes stored by the format before the words that figures count (9) are not encoded again: each gains them,
+    read from its document's sentences (the same as a fresh encoding gives), its store files move to this format's
     folder, and the previous folder goes once it is empty."""
     import numpy as np
 
@@ -167,16 +167,19 @@ def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding
     fresh = {path.name: read_npz(path) for path in stored_indexes(home)}
     (folder,) = {path.parent for path in stored_indexes(home)}
     previous = folder.with_name(folder.name.replace(f"index{FORMAT}", f"index{FORMAT - 1}"))
-    folder.rename(previous)  # as format 8 left it: no sentence kinds
+    folder.rename(previous)  # as format 9 left it: no counted words
     for name, arrays in fresh.items():
-        old = {k: v for k, v in arrays.items() if k != "sentence_kind"} | {"format": np.array(FORMAT - 1)}
+        old = {k: v for k, v in arrays.items() if not k.startswith("sentence_counted")} | {
+            "format": np.array(FORMAT - 1)
+        }
         write_npz_atomic(previous / name, **old)
     monkeypatch.setattr(CollectionIndex, "build", lambda *_: pytest.fail("the index was encoded again"))
     again = Services(home)
     assert again.ask.ask(["notes"], "How do whales breathe?", top_k=4).citations == answer.citations
     for name, arrays in fresh.items():
         saved = read_npz(folder / name)
-        assert int(saved["format"]) == FORMAT and np.array_equal(saved["sentence_kind"], arrays["sentence_kind"])
+        assert int(saved["format"]) == FORMAT
+        assert all(np.array_equal(saved[k], v) for k, v in arrays.items() if k.startswith("sentence_counted"))
     assert not list(previous.glob("*.npy")) and not list(previous.glob("*.npz"))
     again.indexes._prune(folder.name, previous.name)
     assert not previous.exists() and sorted(p.name for p in stored_indexes(home)) == sorted(fresh)
@@ -515,3 +518,29 @@ def test_a_citation_mark_is_not_a_figure(checkpoint: Path) -> None:
     question = Question.encode(model, "How many summaries does the corpus hold?", index)
     (hit,) = ranked_hits(model, index, question)
     assert sentences[hit.sentence].startswith("In all there are 9,280"), sentences[hit.sentence]
+
+
+def test_a_count_is_cited_where_a_figure_counts_the_thing_asked_about_of_its_subject(checkpoint: Path) -> None:
+    """ "How many papers does S2ORC contain?" cites the sentence whose figure counts papers and that names S2ORC,
+    before a sentence sharing more of the question's words whose figure counts another corpus's papers."""
+    from model.inference.qa import Question, counting_sentences, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    paragraphs = [
+        "MAG contained 213M papers and other documents: its papers contain many papers cited.",
+        *RISKS,
+        "Each paper of S2ORC has metadata. S2ORC consists of 81.1M papers and 380.5M citation links.",
+    ]
+    index = CollectionIndex.build(model, [document_text("s2orc", "\n\n".join(paragraphs), "A corpus s2orc.pdf")])
+    sentences = index.sentence_spans.tolist()
+    text = "\n\n".join(paragraphs)
+    question = Question.encode(model, "How many papers does S2ORC contain?", index)
+    counts = counting_sentences(index, question).tolist()
+    counting = [text[a:b] for (a, b), c in zip(sentences, counts, strict=True) if c]
+    assert counting == ["S2ORC consists of 81.1M papers and 380.5M citation links."], counting
+    hit = next(iter(ranked_hits(model, index, question)))
+    a, b = sentences[hit.sentence]
+    assert text[a:b].startswith("S2ORC consists of 81.1M papers"), text[a:b]
+    elsewhere = Question.encode(model, "How many papers are there?", index)  # no subject: both count papers
+    assert int(counting_sentences(index, elsewhere).sum()) == 2

@@ -1,10 +1,12 @@
-"""What a sentence is (``model.inference.sentences``): whole or a fragment, and whether it quotes a figure."""
+"""What a sentence is (``model.inference.sentences``): whole or a fragment, whether it quotes a figure, and what its
+figures count."""
 
 from __future__ import annotations
 
 import pytest
 
-from model.inference.sentences import FIGURE, WHOLE, sentence_kind, sentence_kinds
+from model.inference.lexical import word_ids
+from model.inference.sentences import FIGURE, WHOLE, counted_text, counted_word, sentence_kind, sentence_kinds
 
 
 @pytest.mark.parametrize(
@@ -33,3 +35,40 @@ def test_the_kind_of_a_sentence(text: str, kind: int) -> None:
 def test_kinds_are_one_small_integer_per_sentence() -> None:
     kinds = sentence_kinds(["We had 3,950 employees in all.", "Blowhole"])
     assert kinds.dtype.itemsize == 1 and kinds.tolist() == [WHOLE | FIGURE, 0]
+
+
+@pytest.mark.parametrize(
+    ("text", "counts", "not_counted"),
+    [
+        ("We introduce S2ORC, a corpus of 81.1M English-language academic papers spanning many fields.", "papers", ""),
+        ("Multi-LexSum, a collection of 9,280 expert-authored summaries drawn from writing.", "summaries", "writing"),
+        ("As of December 31, 2020, we had approximately 3,950 full-time employees, of whom most", "employees", ""),
+        ("Total net sales (2018: 265,595; 2019: 280,522)", "sales", ""),  # a table row's label
+        ("Employees 3,950", "employees", ""),
+        ("The model has eight layers.", "layers", ""),  # a number word
+        ("One of the papers was late.", "", "papers"),  # "one" counts nothing
+        ("This follows earlier work [44] on papers.", "", "papers"),  # a citation mark is no figure
+        ("We collected papers, 213M of them.", "", "papers"),  # not across the end of a phrase
+        ("We also maintain employee networks.", "", "employee"),
+    ],
+)
+def test_what_the_figures_of_a_sentence_count(text: str, counts: str, not_counted: str) -> None:
+    counted = set(word_ids(counted_text(text)))
+    assert set(word_ids(counts)) <= counted, counted_text(text)
+    assert not set(word_ids(not_counted)) & counted, counted_text(text)
+
+
+@pytest.mark.parametrize(
+    ("question", "word"),
+    [
+        ("How many papers does S2ORC contain?", "papers"),
+        ("How many full-time employees does Borealis have?", "employees"),
+        ("What is the number of parameters of the model?", "parameters"),
+        ("What was the total net revenue in 2019?", "revenue"),
+        ("how many episodes in season 1 of the show", "episodes"),
+        ("How much did they pay?", None),
+        ("What does the paper propose?", None),
+    ],
+)
+def test_what_a_question_asks_the_count_of(question: str, word: str | None) -> None:
+    assert counted_word(question) == word
