@@ -732,19 +732,27 @@ def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tens
     """Which sentences count what the question asks the count of: a figure of the sentence counts the question's
     counted word ("81.1M … papers" for "How many papers …"; ``model.inference.sentences.counted_text``), and the
     sentence holds the question's subject words ("S2ORC": not "MAG contained 213M papers" for "How many papers does
-    S2ORC contain?").  → (S,) bool"""
+    S2ORC contain?") — or, when no sentence does, its passage does, whose word bag holds its document's title ("How
+    many participants completed the Paper Plain study?": "A total of 12 participants completed the study" in the
+    Paper Plain paper).  → (S,) bool"""
     sentences = index.sentence_words.lengths.shape[0]
     found = torch.zeros(sentences, dtype=torch.bool)
     if question.counted.numel() == 0:
         return found
     counted = index.sentence_counted
     found[counted.owner[counted.entries(question.counted)]] = True
-    if question.subject.numel():
-        words = index.sentence_words
-        present = words.entries(question.subject)
-        held = torch.zeros(sentences).index_add_(0, words.owner[present], torch.ones(present.shape[0]))
-        found &= held == question.subject.numel()
-    return found
+    if question.subject.numel() == 0:
+        return found
+    first = index.passage_first
+    passage = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) of each sentence
+    for bags, owner in ((index.sentence_words, None), (index.passage_words, passage)):
+        present = bags.entries(question.subject)
+        held = torch.zeros(bags.lengths.shape[0]).index_add_(0, bags.owner[present], torch.ones(present.shape[0]))
+        holds = held == question.subject.numel()
+        subject = found & (holds if owner is None else holds[owner])
+        if question.total(subject.any().double().reshape(1)) > 0:  # over every shard: the same rule on each
+            return subject
+    return subject
 
 
 @torch.no_grad()

@@ -87,7 +87,10 @@ def counted_text(text: str) -> str:
 
 
 def counted_word(question: str) -> str | None:
-    """The word a question asks the count or amount of ("How many full-time employees …" → "employees"), or None."""
+    """The word a question asks the count or amount of, or None: after "how many", the first plural word before the
+    verb ("How many participants took part …" → "participants", "How many full-time employees does …" →
+    "employees") or else the first ("How many staff work …" → "staff"); after the other cues, the last word before
+    the verb or preposition ("the total net revenue in …" → "revenue")."""
     cue = _COUNT_CUE.search(question)
     if cue is None:
         return None
@@ -96,4 +99,8 @@ def counted_word(question: str) -> str | None:
         if word.lower() in _NOT_COUNTED:
             break
         words.append(word)
-    return words[-1] if words else None
+    if not words:
+        return None
+    if cue.group().lower().startswith("how many"):
+        return next((w for w in words if w.endswith("s") and not w.endswith("ss")), words[0])
+    return words[-1]

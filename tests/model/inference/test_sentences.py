@@ -63,6 +63,8 @@ def test_what_the_figures_of_a_sentence_count(text: str, counts: str, not_counte
     [
         ("How many papers does S2ORC contain?", "papers"),
         ("How many full-time employees does Borealis have?", "employees"),
+        ("How many participants took part in the study?", "participants"),
+        ("How many staff work there?", "staff"),
         ("What is the number of parameters of the model?", "parameters"),
         ("What was the total net revenue in 2019?", "revenue"),
         ("how many episodes in season 1 of the show", "episodes"),
