@@ -53,12 +53,19 @@ def needs_ocr_cell(pages: list[int] | None, error: str | None) -> str:
 def refresh(
     services: Services, collection: str, asked: list[str] | None, request: gr.Request
 ) -> tuple[Any, pd.DataFrame, Any]:
-    """The user's current collection choices for both tabs and the chosen collection's documents."""
+    """The user's current collection choices for both tabs and the chosen collection's documents. The placeholder
+    collection "default" gives way to the user's first collection when it holds nothing (a page opened on a library
+    whose documents are all in other collections shows them, not an empty table)."""
     names = services.library.collection_names(user_of(request))
+    placeholder = (collection or DEFAULT_COLLECTION) == DEFAULT_COLLECTION and DEFAULT_COLLECTION not in names
+    if placeholder and names:
+        collection = names[0]
     library_choices = sorted({*names, collection or DEFAULT_COLLECTION})
     ask_value = [name for name in asked or [] if name in names]
     return (
-        gr.update(choices=library_choices),
+        gr.update(choices=library_choices, value=collection)
+        if placeholder and names
+        else gr.update(choices=library_choices),
         documents_table(services, collection, request),
         gr.update(choices=names, value=ask_value) if asked else gr.update(choices=names),  # none chosen: keep it so
     )

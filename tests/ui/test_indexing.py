@@ -51,6 +51,10 @@ def test_the_index_builds_at_ingest_with_progress_and_the_first_question_reads_i
     building = [s for s in seen if re.search(r"building, \d of 3 documents indexed|loading the model", s)]
     assert building, f"no progress was shown while the index was built: {seen}"
     page.screenshot(path=str(SCREENSHOTS / "library-index.png"), full_page=True)
+    page.reload()  # a page opened later shows a collection of the library, not the empty placeholder "default"
+    page.wait_for_selector("#ingest-btn")
+    expect(page.locator("#collection input")).not_to_have_value("default")  # no collection of the tests is
+    choose_collection(page, "reports")
 
     page.get_by_role("tab", name="Ask").click()
     page.locator("#ask-collections input").click()
