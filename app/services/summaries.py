@@ -42,7 +42,7 @@ from storage.summaries import SummaryStore
 DEFAULT_BUDGET_WORDS = 150
 MAX_BUDGET_WORDS = 2000
 SUMMARIZER_LABELS = {
-    "indexpool": "IndexPool model (LEAD baseline when its checkpoint is missing)",
+    "indexpool": "IndexPool model",
     "lead": "LEAD baseline",
     "lexrank": "LexRank baseline",
 }

@@ -271,7 +271,11 @@ def dashboard_tab(services: Services) -> None:
         gr.Markdown(
             "**Indexer benchmark** (`indexpool bench`): latency, cache bytes and recall of each indexer "
             "method at one context length, over the Python standard library's documentation. The first run "
-            "writes and encodes that text (about a minute on a CPU); later runs take seconds."
+            "writes and encodes that text (about a minute on a CPU); later runs take seconds. *recall@k*: the share "
+            "of the exact top-k tokens each method selects; *needle F1*: token F1 between 8 planted facts and each "
+            "method's selection at the fact's length. The indexer's keys are 256-token window means, which find "
+            "regions rather than one sentence, so needle F1 is 0 or near it for every method, the uncompressed "
+            "one included; whole-answer retrieval (NIAH) is measured by `indexpool eval niah` (BENCHMARKS.md)."
         )
         with gr.Row(equal_height=True):
             bench_tokens = gr.Number(

@@ -95,7 +95,12 @@ def settings_tab(services: Services) -> None:
         with gr.Row():
             top_k = gr.Number(label="Top-k citations", precision=0, elem_id="top-k")
             reader = gr.Dropdown(services.ask.available_readers(), label="Reader", elem_id="reader")
-            summarizer = gr.Dropdown(summarizers, label="Summarizer", elem_id="settings-summarizer")
+            summarizer = gr.Dropdown(
+                summarizers,
+                label="Summarizer",
+                info="the IndexPool model falls back to LEAD, labelled so, without its checkpoint",
+                elem_id="settings-summarizer",
+            )
             generator = gr.Dropdown(
                 generators,
                 label="Generator",
