@@ -35,6 +35,7 @@ QUESTIONS = [
     "What does the Borealis module do?",  # nothing answers it: not confident
     "What does the Shutil documentation say about copying trees?",  # names a document, of one rank
     "What does the Gzip module say about compression levels?",
+    "How many bytes does a UTF-8 character take?",  # a count of a subject: decided over every rank
 ]
 
 
