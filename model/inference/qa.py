@@ -73,7 +73,7 @@ from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 10  # of the arrays; arrays of formats 8 and 9 are carried over (`upgraded`), of another format rebuilt
+FORMAT = 10  # of the arrays; arrays of format 9 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
 RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a time
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -782,8 +782,9 @@ def best_sentence(
         figures = (kind & FIGURE) > 0
         if (figures & whole).any() or (figures.any() and not whole.any()):
             score = score.masked_fill(~figures, float("-inf"))
-        if counting is not None and counting[first:last].any():
-            score = score.masked_fill(~counting[first:last], float("-inf"))
+        counts = torch.isfinite(score) & (counting[first:last] if counting is not None else False)
+        if counts.any():
+            score = score.masked_fill(~counts, float("-inf"))
     return first + int(score.argmax())
 
 

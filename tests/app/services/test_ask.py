@@ -544,3 +544,19 @@ def test_a_count_is_cited_where_a_figure_counts_the_thing_asked_about_of_its_sub
     assert text[a:b].startswith("S2ORC consists of 81.1M papers"), text[a:b]
     elsewhere = Question.encode(model, "How many papers are there?", index)  # no subject: both count papers
     assert int(counting_sentences(index, elsewhere).sum()) == 2
+
+
+def test_a_count_in_a_fragment_leaves_the_passage_its_whole_sentence(checkpoint: Path) -> None:
+    """When the only sentence counting what the question asks about is a fragment, the passage's whole sentence
+    quoting a figure is cited, not whichever sentence comes first."""
+    from model.inference.qa import Question, counting_sentences, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    text = "Employees 3,950. Our firm has offices in 12 cities and people in each of them."
+    index = CollectionIndex.build(model, [document_text("firm", text, "The firm")])
+    question = Question.encode(model, "How many employees does the firm have?", index)
+    assert counting_sentences(index, question).tolist() == [True, False]
+    (hit,) = ranked_hits(model, index, question)
+    a, b = index.sentence_spans[hit.sentence].tolist()
+    assert text[a:b].startswith("Our firm has offices in 12 cities"), text[a:b]
