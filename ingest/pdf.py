@@ -208,8 +208,12 @@ def _decrypt(reader: PdfReader, source: str, password: str | None) -> None:
         if reader.decrypt(""):
             return
         if password is None:
+            damaged = (
+                " — or its encryption dictionary is damaged (it gives no key length)" if _no_key_length(reader) else ""
+            )
             raise IngestError(
-                source, "encrypted: needs its password (the Library tab's PDF password field, or ingest --password)"
+                source,
+                "encrypted: needs its password (the Library tab's PDF password field, or ingest --password)" + damaged,
             )
         if not reader.decrypt(password):
             raise IngestError(source, "wrong password")
@@ -217,6 +221,17 @@ def _decrypt(reader: PdfReader, source: str, password: str | None) -> None:
         raise IngestError(source, "encrypted with AES: reading it needs the 'cryptography' package") from error
     except NotImplementedError as error:
         raise IngestError(source, f"encrypted with an unsupported method: {error}") from error
+
+
+def _no_key_length(reader: PdfReader) -> bool:
+    """Whether the encryption dictionary of a /V 2 or 3 file gives no /Length: a 40-bit key then, by the
+    specification, or a damaged dictionary whose real key is longer (qpdf's bad-encryption-length.pdf: "/Wength 128",
+    an empty user password that opens it with a 128-bit key)."""
+    try:
+        encrypt = reader.trailer["/Encrypt"].get_object()
+        return int(encrypt.get("/V", 0)) in (2, 3) and "/Length" not in encrypt
+    except Exception:  # a dictionary too damaged to read says nothing more
+        return False
 
 
 def _metadata_title(reader: PdfReader) -> str | None:

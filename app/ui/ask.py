@@ -190,10 +190,11 @@ def delete_session(
     if not session_id:
         return gr.skip(), gr.skip(), gr.skip(), fail(UserError("choose a session to delete"))
     try:
+        name = services.sessions.info(session_id, user_of(request)).name
         services.sessions.delete(session_id, user_of(request))
     except UserError as error:
         return gr.skip(), gr.skip(), gr.skip(), fail(error)
-    return *show_sessions(services, NO_SESSION, request), f"deleted session {session_id}"
+    return *show_sessions(services, NO_SESSION, request), f"deleted session '{name}'"
 
 
 EXPORT_TYPES = {"md": "text/markdown", "json": "application/json"}

@@ -75,6 +75,13 @@ def test_password_protected_pdf() -> None:
     assert isinstance(doc, ParsedDocument) and "Lorem ipsum" in doc.text
 
 
+def test_an_encryption_dictionary_without_its_key_length_is_named() -> None:
+    """qpdf's bad-encryption-length.pdf ("/Wength 128"): no password opens it here, and the message says the
+    dictionary may be damaged rather than only asking for a password."""
+    error = _parse(DATA / "pdf_qpdf_malformed" / "pdfs" / "bad-encryption-length.pdf")
+    assert isinstance(error, IngestError) and error.reason.endswith("damaged (it gives no key length)"), error
+
+
 def test_image_only_pdf_needs_ocr() -> None:
     error = _parse(SAMPLES / "007-imagemagick-images" / "imagemagick-images.pdf")
     assert isinstance(error, IngestError)
