@@ -396,12 +396,14 @@ class CollectionIndex:
 
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 9 lacked the words the sentences' figures count, read here from ``document`` (the one the
-    index was built from); None for any other format, or when the document's sentences are not the index's."""
+    document again: format 9 lacked the words the sentences' figures count and called a lead-in ending with a colon
+    whole, both read here from ``document`` (the one the index was built from); None for any other format, or when
+    the document's sentences are not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
-    counted = WordBags.build([counted_text(document.sentence_text(i)) for i in range(len(document.sentences))])
-    return arrays | {"format": np.array(FORMAT)} | counted.arrays("sentence_counted")
+    texts = [document.sentence_text(i) for i in range(len(document.sentences))]
+    counted = WordBags.build([counted_text(t) for t in texts]).arrays("sentence_counted")
+    return arrays | {"format": np.array(FORMAT), "sentence_kind": sentence_kinds(texts)} | counted
 
 
 INT_ARRAYS = (

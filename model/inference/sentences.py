@@ -1,5 +1,6 @@
-"""What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment, whether it
-quotes a figure, and what its figures count. The answer path cites whole sentences first, a sentence quoting a figure
+"""What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment (a lead-in
+ending with a colon is one: what answers is the list after it), whether it quotes a figure, and what its figures
+count. The answer path cites whole sentences first, a sentence quoting a figure
 for "How many …", and first of all one whose figure counts what the question asks about.
 
 A word is a run of letters or digits that is not part of a web address ("github.com/allenai/papermage" is none) and
@@ -51,7 +52,7 @@ _NOT_COUNTED = frozenset(
 def sentence_kind(text: str) -> int:
     """The kind bits of one sentence's text."""
     plain = _CITATION.sub(" ", _ADDRESS.sub(" ", text))
-    kind = WHOLE if len(_WORD.findall(plain)) >= MIN_WORDS else 0
+    kind = WHOLE if len(_WORD.findall(plain)) >= MIN_WORDS and not text.rstrip().endswith(":") else 0
     return kind | (FIGURE if _FIGURE.search(plain) else 0)
 
 

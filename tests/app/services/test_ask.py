@@ -155,9 +155,9 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
 def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding(
     services: Services, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Indexes stored by the format before the words that figures count (9) are not encoded again: each gains them,
-    read from its document's sentences (the same as a fresh encoding gives), its store files move to this format's
-    folder, and the previous folder goes once it is empty."""
+    """Indexes stored by the format before the words that figures count (9) are not encoded again: each gains them
+    and its sentence kinds anew, read from its document's sentences (the same as a fresh encoding gives), its store
+    files move to this format's folder, and the previous folder goes once it is empty."""
     import numpy as np
 
     from model.inference.qa import FORMAT
@@ -167,18 +167,17 @@ def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding
     fresh = {path.name: read_npz(path) for path in stored_indexes(home)}
     (folder,) = {path.parent for path in stored_indexes(home)}
     previous = folder.with_name(folder.name.replace(f"index{FORMAT}", f"index{FORMAT - 1}"))
-    folder.rename(previous)  # as format 9 left it: no counted words
+    folder.rename(previous)  # as format 9 left it: no counted words, its own sentence kinds
     for name, arrays in fresh.items():
-        old = {k: v for k, v in arrays.items() if not k.startswith("sentence_counted")} | {
-            "format": np.array(FORMAT - 1)
-        }
+        old = {k: v for k, v in arrays.items() if not k.startswith("sentence_counted")}
+        old |= {"format": np.array(FORMAT - 1), "sentence_kind": np.zeros_like(arrays["sentence_kind"])}
         write_npz_atomic(previous / name, **old)
     monkeypatch.setattr(CollectionIndex, "build", lambda *_: pytest.fail("the index was encoded again"))
     again = Services(home)
     assert again.ask.ask(["notes"], "How do whales breathe?", top_k=4).citations == answer.citations
     for name, arrays in fresh.items():
         saved = read_npz(folder / name)
-        assert int(saved["format"]) == FORMAT
+        assert int(saved["format"]) == FORMAT and np.array_equal(saved["sentence_kind"], arrays["sentence_kind"])
         assert all(np.array_equal(saved[k], v) for k, v in arrays.items() if k.startswith("sentence_counted"))
     assert not list(previous.glob("*.npy")) and not list(previous.glob("*.npz"))
     again.indexes._prune(folder.name, previous.name)

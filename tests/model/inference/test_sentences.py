@@ -24,6 +24,7 @@ from model.inference.sentences import FIGURE, WHOLE, counted_text, counted_word,
         ("§ github.com/allenai/papermage1", 0),  # a footnote holding a web address
         ("See https://example.org/a/b for the code.", WHOLE),  # the words around an address count
         ("Blowhole", 0),
+        ("Key differences in its pretraining corpus and those used here are:", 0),  # a lead-in: the list answers
         ("Table 2", FIGURE),
         ("", 0),
     ],
