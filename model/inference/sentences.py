@@ -1,7 +1,7 @@
 """What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment (a lead-in
 ending with a colon is one: what answers is the list after it), whether it quotes a figure, and what its figures
-count. The answer path cites whole sentences first, a sentence quoting a figure
-for "How many …", and first of all one whose figure counts what the question asks about.
+count. The answer path cites whole sentences first, a sentence quoting a figure for "How many …", and first of all
+one whose figure counts what the question asks about.
 
 A word is a run of letters or digits that is not part of a web address ("github.com/allenai/papermage" is none) and
 not a citation mark; a figure is a number standing alone ("3,950", "$280,522", "12.5%", "2019"), never a citation
@@ -10,7 +10,7 @@ mark ("[44]", "[3, 7–9]") nor a footnote mark stuck to a word ("networks20", "
     kinds = sentence_kinds(["We had 3,950 employees.", "§ github.com/allenai/papermage1"])
     kinds & WHOLE, kinds & FIGURE                                  # → [1, 0], [2, 0]
     counted_text("a corpus of 81.1M English-language academic papers, 380.5M citation links")
-    # → "English-language academic papers citation links"
+    # → "of corpus English-language academic papers, citation links"
     counted_word("How many papers does S2ORC contain?")             # → "papers"
 
 What a figure counts: the words after it up to ``COUNT_AFTER`` ("9,280 expert-authored summaries", "five
@@ -40,7 +40,7 @@ _NUMBER_WORDS = frozenset(
     " thousands million millions billion billions dozen dozens".split()
 )
 _PHRASE_END = (",", ";", ":", ".", ")", "!", "?")
-# "How many X …", "the number of X", "the total X", "how much X": X is the last word before the verb or preposition
+# "How many X …", "the number of X", "the total X", "how much X": what the question counts (``counted_word``)
 _COUNT_CUE = re.compile(r"\b(?:how many|how much|number of|amount of|total)\s+", re.IGNORECASE)
 _NOT_COUNTED = frozenset(
     "a an the are is was were be been do does did have has had can could will would should in of for on at to by from"
