@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib import dates as mdates
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
@@ -18,6 +19,7 @@ from app.services import Services, UserError
 from app.ui.common import PRIVATE, bind, fail, user_of
 
 BENCH_COLUMNS = ["method", "latency ms", "cache MiB", "recall@512", "recall@2048", "needle F1"]
+MARKERS = ("o", "s", "^", "D", "v")  # one per kind of request in the stage plot
 
 
 def _figure(title: str) -> tuple[Figure, Any]:
@@ -37,7 +39,9 @@ def _time_axis(figure: Figure, axes: Any, times: list[Any]) -> None:
     """Concise date ticks; a few requests close in time get a window of minutes, not of years."""
     locator = mdates.AutoDateLocator()
     axes.xaxis.set_major_locator(locator)
-    axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    # ticks within a minute read "16:33:30", not a bare "30" beside "16:33"
+    formats = ["%Y", "%b", "%d", "%H:%M", "%H:%M", "%H:%M:%S"]
+    axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, formats=formats))
     first, last = min(times), max(times)
     if last - first < timedelta(minutes=2):
         axes.set_xlim(first - timedelta(minutes=1), last + timedelta(minutes=1))
@@ -46,7 +50,8 @@ def _time_axis(figure: Figure, axes: Any, times: list[Any]) -> None:
 
 def stage_plot(records: list[dict[str, Any]]) -> Figure:
     """Each request's per-stage latency over time: points (requests are unrelated: no lines join them), one colour
-    per kind and stage, on a log axis (sub-second stages and minute-long builds side by side)."""
+    per kind and stage (20 before one repeats) and one marker per kind, on a log axis (sub-second stages and
+    minute-long builds side by side)."""
     figure, axes = _figure("Latency per stage")
     series: dict[str, tuple[list[Any], list[float]]] = {}
     for record in records:
@@ -57,11 +62,14 @@ def stage_plot(records: list[dict[str, Any]]) -> Figure:
     if not series:
         _no_data(axes, "no requests yet")
         return figure
-    for name, (times, values) in sorted(series.items()):
-        axes.scatter(times, values, s=12, label=name)
+    kinds = sorted({name.split(":")[0] for name in series})
+    colours = colormaps["tab20"]
+    for i, (name, (times, values)) in enumerate(sorted(series.items())):
+        marker = MARKERS[kinds.index(name.split(":")[0]) % len(MARKERS)]
+        axes.scatter(times, values, s=14, label=name, color=colours(i % 20), marker=marker)
     axes.set_yscale("log")
     axes.set_ylabel("ms (log scale)")
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the points, not over them
     _time_axis(figure, axes, [t for times, _ in series.values() for t in times])
     return figure
 

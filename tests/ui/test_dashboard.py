@@ -30,6 +30,26 @@ def test_latency_plots_use_log_axes_and_points() -> None:
     assert histogram.get_xscale() == "log"
 
 
+def test_each_stage_series_has_its_own_colour_and_each_kind_its_own_marker() -> None:
+    """Eleven stages of asks and two of summaries: no two series look alike (the default cycle of 10 colours drew
+    "summarize: summarize" in the colour of "ask: encode_question")."""
+    stages = ["load", "index", "encode_question", "read_select", "read_fetch", "read_attend", "read_other"]
+    stages += ["score", "shards", "retrieve", "total"]
+    records = [
+        {"kind": "ask", "created_at": datetime(2026, 12, 6, 16, 33), "data": {"timings_ms": dict.fromkeys(stages, 5)}},
+        {
+            "kind": "summarize",
+            "created_at": datetime(2026, 12, 6, 16, 34),
+            "data": {"timings_ms": {"summarize": 900, "total": 1000}},
+        },
+    ]
+    (axes,) = stage_plot(records).axes
+    colours = [tuple(points.get_facecolor()[0]) for points in axes.collections]
+    assert len(axes.collections) == 13 and len(set(colours)) == 13
+    paths = {points.get_label().split(":")[0]: points.get_paths()[0].vertices.tobytes() for points in axes.collections}
+    assert paths["ask"] != paths["summarize"]
+
+
 def test_the_read_plots_number_the_questions_in_order() -> None:
     """Questions hours apart: the per-question plots place them 1, 2, 3 (a time axis crowded its hourly labels)."""
     read = {"tier2_hit_rate": 0.5, "bytes_read": 4096}
