@@ -313,7 +313,12 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
         [answer, citations, timing, cited],
         api_name="ask",
         concurrency_limit=4,  # answering only reads the library (SQLite WAL): a few may run at once
-    ).then(bind(show_sessions, services), session_id, session_views, **PRIVATE)
+    ).then(bind(show_sessions, services), session_id, session_views, **PRIVATE).then(
+        lambda: "",
+        None,
+        session_status,
+        **PRIVATE,  # "started session …" is stale once a question is answered
+    )
     citations.select(bind(show_citation, services), cited, [page_image, evidence], **PRIVATE)
     return AskTab(
         session, session_name, new, rename, delete, session_id, collections, index_status, question, ask_button,

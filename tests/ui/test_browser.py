@@ -76,6 +76,7 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.locator("#session-name textarea").fill("first reading")
     page.click("#session-new")
     expect(page.locator("#session input")).to_have_value("first reading (0 questions)")
+    expect(page.locator("#session-status")).to_contain_text("started session 'first reading'")
     page.locator("#ask-collections input").click()
     page.get_by_role("option", name="papers").click()
     page.locator("#question textarea").fill(paper.question)
@@ -83,6 +84,7 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     # the first ask loads the model and encodes the collection (seconds on 2 cores); later asks reuse its index
     expect(page.locator("#timing")).to_contain_text("ms", timeout=90_000)
     expect(page.locator("#session input")).to_have_value("first reading (1 question)")
+    expect(page.locator("#session-status")).not_to_contain_text("started session")  # stale once answered
     expect(page.locator("#history")).to_contain_text(paper.question)
     answer = page.locator("#answer").inner_text()
     assert paper.answer_word in answer.lower() and "No sentence" not in answer, answer
