@@ -184,17 +184,32 @@ def rename_session(
     return *show_sessions(services, info.id, request), f"renamed the session to '{info.name}'"
 
 
+def ask_to_delete_session(services: Services, session_id: int, request: gr.Request) -> tuple[str, Any]:
+    """The first step of Delete: name the session and how many answers would go, show the confirmation buttons."""
+    if not session_id:
+        return fail(UserError("choose a session to delete")), gr.update(visible=False)
+    try:
+        info = services.sessions.info(session_id, user_of(request))
+        turns = len(services.sessions.history(session_id, user_of(request)))
+    except UserError as error:
+        return fail(error), gr.update(visible=False)
+    answers = f"{turns} question{'s' if turns != 1 else ''}"
+    return f"Delete session '{info.name}' and its {answers}? This cannot be undone.", gr.update(visible=True)
+
+
 def delete_session(
     services: Services, session_id: int, request: gr.Request
-) -> tuple[Any, int, list[dict[str, str]], str]:
+) -> tuple[Any, int, list[dict[str, str]], str, Any]:
+    """The second step of Delete: remove the session and hide the confirmation buttons."""
+    hide = gr.update(visible=False)
     if not session_id:
-        return gr.skip(), gr.skip(), gr.skip(), fail(UserError("choose a session to delete"))
+        return gr.skip(), gr.skip(), gr.skip(), fail(UserError("choose a session to delete")), hide
     try:
         name = services.sessions.info(session_id, user_of(request)).name
         services.sessions.delete(session_id, user_of(request))
     except UserError as error:
-        return gr.skip(), gr.skip(), gr.skip(), fail(error)
-    return *show_sessions(services, NO_SESSION, request), f"deleted session '{name}'"
+        return gr.skip(), gr.skip(), gr.skip(), fail(error), hide
+    return *show_sessions(services, NO_SESSION, request), f"deleted session '{name}'", hide
 
 
 EXPORT_TYPES = {"md": "text/markdown", "json": "application/json"}
@@ -255,6 +270,11 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             new = gr.Button("New", elem_id="session-new", scale=0, min_width=80)
             rename = gr.Button("Rename", elem_id="session-rename", scale=0, min_width=80)
             delete = gr.Button("Delete", variant="stop", elem_id="session-delete", scale=0, min_width=80)
+        with gr.Row(visible=False, elem_id="session-delete-confirm-row") as confirm_row:
+            confirm = gr.Button(
+                "Yes, delete it", variant="stop", elem_id="session-delete-confirm", scale=0, min_width=160
+            )
+            cancel = gr.Button("Cancel", elem_id="session-delete-cancel", scale=0, min_width=120)
         session_id = gr.State(NO_SESSION)  # the chosen session, kept out of the ask API's parameters
         collections = gr.Dropdown(
             choices=[],  # the user's, filled when the page loads: nothing of the library shows before a login
@@ -300,11 +320,14 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
     session_views = [session, session_id, history]
     app.load(bind(reopen_last_session, services), None, [*session_views, collections], **PRIVATE)
     session.input(bind(show_sessions, services), session, session_views, **PRIVATE)
+    session.input(lambda: gr.update(visible=False), None, confirm_row, **PRIVATE)  # a Delete asked of another
     new.click(bind(new_session, services), session_name, [*session_views, session_status], **PRIVATE)
     rename.click(
         bind(rename_session, services), [session_id, session_name], [*session_views, session_status], **PRIVATE
     )
-    delete.click(bind(delete_session, services), session_id, [*session_views, session_status], **PRIVATE)
+    delete.click(bind(ask_to_delete_session, services), session_id, [session_status, confirm_row], **PRIVATE)
+    confirm.click(bind(delete_session, services), session_id, [*session_views, session_status, confirm_row], **PRIVATE)
+    cancel.click(lambda: ("", gr.update(visible=False)), None, [session_status, confirm_row], **PRIVATE)
     export.click(bind(export_session, services), [session_id, export_format], [export_file, session_status], **PRIVATE)
     gr.on(
         [ask_button.click, question.submit],

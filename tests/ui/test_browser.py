@@ -163,6 +163,11 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.click("#ask-btn")
     expect(page.locator("#session input")).to_have_value("paper questions (2 questions)")
     assert len(table_rows(page, "citations")) == 2
+    page.click("#session-delete")  # asks first, naming what would go
+    expect(page.locator("#session-status")).to_contain_text("Delete session 'paper questions' and its 2 questions?")
+    page.click("#session-delete-cancel")
+    expect(page.locator("#session-delete-confirm")).to_be_hidden()
+    expect(page.locator("#session input")).to_have_value("paper questions (2 questions)")
 
     page.get_by_role("tab", name="Library").click()
     document_id = table_rows(page, "documents")[0][0]
@@ -176,6 +181,12 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.click("#delete-confirm")
     expect(page.locator("#library-status")).to_contain_text(f"removed {document_id}")
     expect(documents).not_to_contain_text(paper.title)
+
+    page.get_by_role("tab", name="Ask").click()
+    page.click("#session-delete")
+    page.click("#session-delete-confirm")
+    expect(page.locator("#session-status")).to_contain_text("deleted session 'paper questions'")
+    expect(page.locator("#session input")).to_have_value("no session (answers are not kept)")
 
 
 def test_a_broken_file_fails_alone(page: Page, tmp_path: Path) -> None:
