@@ -66,19 +66,23 @@ def normalize_text(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 
-# A footnote's number glued to its first word at the start of a paragraph: "8The papers included in S2ORC …"
-_FOOTNOTE_MARK = re.compile(r"(?:^|(?<=\n\n))\d{1,2}(?=[A-Z][a-z]+\b)")
+# A footnote's number glued to its first word at the start of a paragraph or after a sentence the reflow joined it
+# to: "8The papers included in S2ORC …", "… baseline. 6Reducing extractiveness …" (not "3D", "5G", "2nd")
+_FOOTNOTE_MARK = re.compile(r"(?:^|(?<=\n\n)|(?<=[.!?] ))\d{1,2}(?=[A-Z][a-z]+\b)")
+# A footnote's mark glued between a comma and the next word: "We introduce S2ORC,1a large corpus" → "S2ORC, a large"
+_MARK_AFTER_COMMA = re.compile(r"(?<=[A-Za-z]),\d{1,2}(?=[a-z]+\b)")
 
 
 def clean_pdf_pages(pages: list[str]) -> list[str]:
     """Clean the raw text of each PDF page and reflow its lines into paragraphs separated by blank lines; a table row
     under a header of column labels gets its labels (``ingest.tables``) and stays a paragraph of its own; a
-    footnote's number glued to its first word is dropped ("8The papers …" → "The papers …")."""
+    footnote's number glued to its first word is dropped ("8The papers …" → "The papers …"), and a footnote mark
+    glued after a comma ("S2ORC,1a large corpus" → "S2ORC, a large corpus")."""
     lines = [_page_lines(page) for page in pages]
     repeated = _repeated_edge_lines(lines)
     vocabulary = {word.strip(_PUNCTUATION).lower() for page in lines for line in page for word in line.split()}
     reflowed = [_reflow(*label_rows(_drop_edges(page, repeated)), vocabulary) for page in lines]
-    return [_FOOTNOTE_MARK.sub("", page) for page in reflowed]
+    return [_MARK_AFTER_COMMA.sub(", ", _FOOTNOTE_MARK.sub("", page)) for page in reflowed]
 
 
 def _page_lines(page: str) -> list[str]:

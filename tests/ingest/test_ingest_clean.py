@@ -91,3 +91,16 @@ def test_a_footnote_number_glued_to_its_first_word_is_dropped() -> None:
     [cleaned] = clean_pdf_pages([page])
     assert "\n\nThe papers included in the corpus" in cleaned and "8The" not in cleaned, cleaned
     assert cleaned.endswith("3D")
+
+
+def test_a_footnote_mark_joined_to_the_sentence_before_or_after_a_comma_is_dropped() -> None:
+    """Footnotes the reflow joined to the paragraph above, and a mark between a comma and the next word; figures
+    that merely start with a digit stay."""
+    page = (
+        "BigBird is a popular baseline. 6Reducing extractiveness is also a suggestion.\n\n"
+        "We introduce S2ORC,1a large corpus of papers. The 3D scans and 5G links date from 2019. 2nd place went to"
+        " them."
+    )
+    [cleaned] = clean_pdf_pages([page])
+    assert "baseline. Reducing extractiveness" in cleaned and "S2ORC, a large corpus" in cleaned, cleaned
+    assert "The 3D scans and 5G links date from 2019. 2nd place" in cleaned, cleaned
