@@ -175,6 +175,12 @@ class CollectionIndex:
         return self.passage_spans.shape[0]
 
     @cached_property
+    def sentence_passage(self) -> torch.Tensor:
+        """(S,) int64 the passage of each sentence."""
+        first = self.passage_first
+        return torch.repeat_interleave(torch.arange(self.passages), first[1:] - first[:-1])
+
+    @cached_property
     def idf(self) -> torch.Tensor:
         """(V,) inverse document frequency of every piece over the index's passages."""
         return inverse_document_frequency(self.passage_tokens, self.vocab_size)
@@ -627,9 +633,8 @@ class Names:
         index = self.index
         if self.total is alone and not self.everywhere.any():  # a shard sums with the others whatever it holds
             return ()
-        first = index.passage_first
-        owner = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) passage of each
-        absent = (held_share(index.sentence_words, owner, self.ids) == 0).float()  # (Q, P): not in the passage's text
+        held = held_share(index.sentence_words, index.sentence_passage, self.ids)  # (Q, P)
+        absent = (held == 0).float()  # (Q, P): not in the passage's text
         untold = torch.zeros(self.everywhere.shape).index_add_(1, index.passage_document, absent) > 0  # (Q, D)
         titled = self.everywhere & untold  # (Q, D): the word is in the document's title
         elsewhere = (self.in_text > 0) & ~titled  # (Q, D): another document's text uses it
@@ -697,9 +702,7 @@ def cosines(vectors: torch.Tensor, query: torch.Tensor, rows: int = 2048) -> tor
 
 def best_of_passage(index: CollectionIndex, values: torch.Tensor) -> torch.Tensor:
     """The largest of the values of each passage's sentences.  (S,) → (P,)"""
-    first = index.passage_first
-    owner = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) passage of each
-    return torch.full((index.passages,), float("-inf")).scatter_reduce(0, owner, values, "amax")
+    return torch.full((index.passages,), float("-inf")).scatter_reduce(0, index.sentence_passage, values, "amax")
 
 
 def evidence_score(model: Model, terms: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -745,9 +748,7 @@ def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tens
     found[counted.owner[counted.entries(question.counted)]] = True
     if question.subject.numel() == 0:
         return found
-    first = index.passage_first
-    passage = torch.repeat_interleave(torch.arange(index.passages), first[1:] - first[:-1])  # (S,) of each sentence
-    for bags, owner in ((index.sentence_words, None), (index.passage_words, passage)):
+    for bags, owner in ((index.sentence_words, None), (index.passage_words, index.sentence_passage)):
         present = bags.entries(question.subject)
         held = torch.zeros(bags.lengths.shape[0]).index_add_(0, bags.owner[present], torch.ones(present.shape[0]))
         holds = held == question.subject.numel()
