@@ -51,6 +51,16 @@ _PAGE_NUMBER = re.compile(
 _BULLET = re.compile(r"[\u2022\u25e6\u25aa\u2023\u25cf\u25a0\u2013*-]\s")
 _SENTENCE_END = re.compile(r"[.!?:][\"'\u201d\u2019)\]]*$")
 _HYPHENATED = re.compile(r"(\S*\w)-$")
+_MID_SENTENCE = re.compile(r"[\w,;-]$")
+_OPEN_END = re.compile(r"[a-z][,-]?$")
+_LOWER_WORD = re.compile(r"[a-z]+\b(?!:)")  # a word in lower case, no web address
+# A caption's first line: "Figure 4: …", "Table 2. Usage …" (not "Fig. 2.a where …", nor "Fig. 2." ending a sentence)
+_CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+(?::|\.(?= [A-Z]))")
+# A footnote's first line, its number glued to its first word or web address ("20Used to …", "5CLM models …",
+# "4https://…"; not "3D", "5G" or "2nd")
+_GLUED_MARK = re.compile(r"\d{1,2}(?:https?://|[A-Z](?:[a-z]+|[A-Z]+)\b)")
+_GLUED_MARK_NUMBER = re.compile(r"^\d{1,2}")
+_URL_TAIL = re.compile(r"(?:https?://|www\.)\S*$")
 # Prefixes that keep their hyphen across a line break: "self-\nattention" → "self-attention".
 _HYPHEN_PREFIXES = {"self", "non", "cross", "well", "semi", "state", "end", "fine", "real", "zero", "few", "post"}
 _PUNCTUATION = ".,;:!?()[]{}\"'\u201c\u201d\u2018\u2019"
@@ -68,7 +78,7 @@ def normalize_text(text: str) -> str:
 
 # A footnote's number glued to its first word at the start of a paragraph or after a sentence the reflow joined it
 # to: "8The papers included in S2ORC …", "… baseline. 6Reducing extractiveness …" (not "3D", "5G", "2nd")
-_FOOTNOTE_MARK = re.compile(r"(?:^|(?<=\n\n)|(?<=[.!?] ))\d{1,2}(?=[A-Z][a-z]+\b)")
+_FOOTNOTE_MARK = re.compile(r"(?:^|(?<=\n\n)|(?<=[.!?] ))\d{1,2}(?=[A-Z][a-z]+\b)|(?:^|(?<=\n\n))\d{1,2}(?=https?://)")
 # A footnote's mark glued between a comma and the next word: "We introduce S2ORC,1a large corpus" → "S2ORC, a large"
 _MARK_AFTER_COMMA = re.compile(r"(?<=[A-Za-z]),\d{1,2}(?=[a-z]+\b)")
 
@@ -81,8 +91,113 @@ def clean_pdf_pages(pages: list[str]) -> list[str]:
     lines = [_page_lines(page) for page in pages]
     repeated = _repeated_edge_lines(lines)
     vocabulary = {word.strip(_PUNCTUATION).lower() for page in lines for line in page for word in line.split()}
-    reflowed = [_reflow(*label_rows(_drop_edges(page, repeated)), vocabulary) for page in lines]
-    return [_MARK_AFTER_COMMA.sub(", ", _FOOTNOTE_MARK.sub("", page)) for page in reflowed]
+    reflowed = [_reflow_page(_drop_edges(page, repeated), vocabulary) for page in lines]
+    return _captions_aside([_MARK_AFTER_COMMA.sub(", ", _FOOTNOTE_MARK.sub("", page)) for page in reflowed], vocabulary)
+
+
+def _captions_aside(pages: list[str], vocabulary: set[str]) -> list[str]:
+    """Pages whose figure and table captions no longer cut a sentence: when a paragraph stops mid-sentence, then
+    come captions, then a paragraph in lower case — on the same page, or at the top of the next — the sentence is
+    put back together and the captions follow it."""
+    out: list[str] = []
+    open_end = False  # the page before stops mid-sentence
+    for page in pages:
+        paragraphs = page.split("\n\n") if page else []
+        k = -1
+        while (k := k + 1) < len(paragraphs):
+            if not (_CAPTION.match(paragraphs[k]) and (open_end if k == 0 else _stops_mid_sentence(paragraphs[k - 1]))):
+                continue
+            m = k
+            while m < len(paragraphs) and _CAPTION.match(paragraphs[m]):
+                m += 1
+            if m == len(paragraphs):
+                continue
+            captions, rest = paragraphs[k:m], paragraphs[m]
+            if not _LOWER_WORD.match(rest):
+                continue
+            if k == 0:  # the page before ends the sentence's first half: the page joint puts it together
+                paragraphs[k : m + 1] = [rest, *captions]
+                continue
+            head = paragraphs[k - 1]
+            hyphen = _HYPHENATED.search(head)
+            if hyphen is not None and not _keep_hyphen(hyphen.group(1), rest, vocabulary):
+                joined = head[:-1] + rest
+            else:
+                joined = head + ("" if hyphen else " ") + rest
+            paragraphs[k - 1 : m + 1] = [joined, *captions]
+        page = "\n\n".join(paragraphs)
+        out.append(page)
+        open_end = bool(paragraphs) and _stops_mid_sentence(paragraphs[-1])
+    return out
+
+
+def _stops_mid_sentence(paragraph: str) -> bool:
+    """A paragraph of running text (no heading, no table row) whose last line stops on a word or a comma."""
+    return (
+        _OPEN_END.search(paragraph) is not None
+        and len(paragraph.split()) >= 8
+        and heading_title(paragraph.rsplit("\n", 1)[-1].strip()) is None
+    )
+
+
+def _reflow_page(lines: list[str], vocabulary: set[str]) -> str:
+    """A page's lines as paragraphs. Footnotes that interrupt a sentence (``_footnotes``) are taken out of it and put
+    after the page's first paragraph: neither the sentence the page goes on with from the page before nor the one it
+    ends with is cut."""
+    body, notes = _footnotes(lines)
+    text = _reflow(*label_rows(body), vocabulary)
+    if not notes:
+        return text
+    paragraphs = text.split("\n\n", 1)
+    notes_text = [_reflow(note, set(), vocabulary) for note in notes]
+    return "\n\n".join([paragraphs[0], *notes_text, *paragraphs[1:]])
+
+
+def _footnotes(lines: list[str]) -> tuple[list[str], list[list[str]]]:
+    """The page's ``lines`` without the footnotes that interrupt a sentence, and those footnotes (a list of lines
+    each).
+
+    A footnote block starts at a line opening with a glued mark ("12The S2ORC data format …", "4https://…") right
+    after a line that stops mid-sentence; it goes on over wrapped lines (a hyphen, a web address split over two
+    lines, a full-width line without a full stop) and over the next marked footnotes. It is taken out when the
+    interrupted sentence goes on in lower case after it, or when it ends the page."""
+    if len(lines) < 3:
+        return lines, []
+    full = 0.9 * sorted(len(line) for line in lines)[len(lines) // 2]  # a footnote's smaller font fills a line
+    body: list[str] = []
+    notes: list[list[str]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not (body and _MID_SENTENCE.search(body[-1]) and _footnote_start(line)):
+            body.append(line)
+            i += 1
+            continue
+        block = [[line]]
+        j = i + 1
+        while j < len(lines):
+            last, following = block[-1][-1], lines[j]
+            if _footnote_start(following):
+                block.append([following])
+            elif _SENTENCE_END.search(last) and not last.endswith(":"):
+                break
+            elif last.endswith("-") or len(last) >= full or (_URL_TAIL.search(last) and " " not in following):
+                block[-1].append(following)
+            else:
+                break
+            j += 1
+        if j < len(lines) and not lines[j][:1].islower():
+            body.append(line)  # no sentence resumes after it: leave the lines as they are
+            i += 1
+            continue
+        notes.extend([_GLUED_MARK_NUMBER.sub("", note[0], count=1), *note[1:]] for note in block)
+        i = j
+    return body, notes
+
+
+def _footnote_start(line: str) -> bool:
+    """A footnote's first line: its number glued to a web address or to the first of three or more words."""
+    return _GLUED_MARK.match(line) is not None and ("://" in line or len(line.split()) >= 3)
 
 
 def _page_lines(page: str) -> list[str]:
@@ -125,8 +240,8 @@ def _drop_edges(page: list[str], repeated: set[str]) -> list[str]:
 
 
 def _reflow(lines: list[str], rows: set[int], vocabulary: set[str]) -> str:
-    """Join lines into paragraphs: undo hyphenation, break at headings, bullets, short final lines and around the
-    table rows ``rows`` (line indices)."""
+    """Join lines into paragraphs: undo hyphenation, break at headings, bullets, captions, short final lines and
+    around the table rows ``rows`` (line indices)."""
     if not lines:
         return ""
     lengths = sorted(len(line) for line in lines)
@@ -135,8 +250,10 @@ def _reflow(lines: list[str], rows: set[int], vocabulary: set[str]) -> str:
     out = [lines[0]]
     for i in range(1, len(lines)):
         prev, line = lines[i - 1], lines[i]
-        if headings[i - 1] or headings[i] or _BULLET.match(line) or i in rows or i - 1 in rows:
+        if headings[i - 1] or headings[i] or _BULLET.match(line) or _CAPTION.match(line) or i in rows or i - 1 in rows:
             separator = "\n\n"
+        elif prev.endswith(("/", "_")) and _URL_TAIL.search(prev) and " " not in line:
+            separator = ""  # a web address wrapped over two lines
         elif (hyphen := _HYPHENATED.search(prev)) is not None:
             if not _keep_hyphen(hyphen.group(1), line, vocabulary):
                 out[-1] = out[-1][:-1]

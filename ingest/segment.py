@@ -89,10 +89,12 @@ _INLINE = re.compile(
 )
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # A sentence ends at . ! ? … before a capital or digit (a footnote mark glued to a word's full stop, "writing.1 The",
-# stays with its sentence), at a line break before a list item, or at a line break before a speaker label ("Project
-# Manager: ...", a transcript's next turn).
+# stays with its sentence), at a full stop after a lower-case word before a lower-case word ("documents. papermage
+# offers", a name written in lower case: ``_LOWER_START``), at a line break before a list item, or at a line break
+# before a speaker label ("Project Manager: ...", a transcript's next turn).
 _BOUNDARY = re.compile(
     r"(?<=[a-z])[.!?]\d{1,2}(?=\s+[\"'\u201c\u2018(\[]?[A-Z])"
+    r"|(?<=[a-z]{4})\.(?= +[a-z]{2})"
     r"|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
     r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)"
     r"|\n(?=[ \t]*[A-Z][\w'\u2019.-]*(?:[ \t][A-Z0-9][\w'\u2019.-]*){0,3}:[ \t])"
@@ -175,6 +177,10 @@ _ABBREVIATIONS = {
     "Alg",
 }
 _LAST_WORD = re.compile(r"\S+$")
+_CONJUNCTIONS = frozenset("and or but nor so then yet which while whereas as than etc".split())
+# The word before a full stop that ends a sentence when the next begins in lower case: a plain word of four or more
+# letters, no abbreviation ("misc.", "approx."), web address ("arxiv. org") or e-mail ("head@seas. upenn.edu")
+_LOWER_START = re.compile(r"(?!(?:approx|resp|misc|incl|excl|cont|govt|vols|eqns|ibid)$)[a-z]{4,}")
 # A figure in a table: 280,522 · (1,234) · -3.5 · 12% · $4.2 · 2019 (a column year)
 _FIGURE = re.compile(r"[$€£(]?[-−]?\d[\d,]*(?:\.\d+)?%?\)?[,;]?|[-—–]")
 _CURRENCY = frozenset("$ € £ US$".split())
@@ -315,6 +321,8 @@ def _prose_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
         stop = match.end()
         if text[match.start()] == "." and _abbreviation(text, begin, match.start()):
             continue
+        if text[stop:end].lstrip(" ")[:1].islower() and not _lower_start(text, begin, match.start(), end):
+            continue
         if len(text[begin:stop].strip()) < 4:  # "1." or "a)" numbering, not a sentence
             continue
         _add(spans, text, begin, stop)
@@ -341,6 +349,19 @@ def _add(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
             start += 1
     if end > start:
         spans.append((start, end))
+
+
+def _lower_start(text: str, begin: int, dot: int, end: int) -> bool:
+    """Whether the full stop at ``dot``, followed by a word in lower case, ends a sentence: not before a conjunction
+    ("dollars. and so on")."""
+    match = _LAST_WORD.search(text, max(begin, dot - 40), dot)
+    following = text[dot + 1 : min(end, dot + 20)].split(maxsplit=1)
+    return (
+        match is not None
+        and _LOWER_START.fullmatch(match.group()) is not None
+        and bool(following)
+        and following[0].strip(",;:") not in _CONJUNCTIONS
+    )
 
 
 def _abbreviation(text: str, begin: int, dot: int) -> bool:

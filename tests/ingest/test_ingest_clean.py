@@ -104,3 +104,68 @@ def test_a_footnote_mark_joined_to_the_sentence_before_or_after_a_comma_is_dropp
     [cleaned] = clean_pdf_pages([page])
     assert "baseline. Reducing extractiveness" in cleaned and "S2ORC, a large corpus" in cleaned, cleaned
     assert "The 3D scans and 5G links date from 2019. 2nd place" in cleaned, cleaned
+
+
+def test_footnotes_that_interrupt_a_sentence_are_taken_out_of_it() -> None:
+    """A two-column page's text layer puts a column's footnotes between the halves of the sentence the next column
+    goes on with (the shared S2ORC paper, p. 3); the sentence is put back together and the footnotes, wrapped web
+    addresses joined, follow the page's first paragraph. A footnote after a finished sentence stays where it is."""
+    line = "The pipeline parses each paper and links its citations to the entries of"
+    page = "\n".join(
+        [
+            line,
+            "the bibliography.",
+            line,
+            "a graph; in cases where metadata is incomplete, we use majority voting to select",
+            "12The S2ORC data format is described at https://",
+            "github.com/allenai/s2orc",
+            "13Our evaluations suggest that the parser outperforms other tools for",
+            "titles and author extraction.",
+            "canonical metadata values for each of the papers in the corpus we release.",
+            line,
+            "the graph.",
+            "14This footnote after a full stop stays.",
+        ]
+    )
+    [cleaned] = clean_pdf_pages([page])
+    paragraphs = cleaned.split("\n\n")
+    assert "we use majority voting to select canonical metadata values for each" in cleaned, paragraphs
+    assert paragraphs[1:3] == [
+        "The S2ORC data format is described at https://github.com/allenai/s2orc",
+        "Our evaluations suggest that the parser outperforms other tools for titles and author extraction.",
+    ], paragraphs
+    assert paragraphs[-1] == "This footnote after a full stop stays.", paragraphs
+
+
+def test_a_caption_inside_a_sentence_follows_it() -> None:
+    """A figure placed at the top of a column cuts the sentence that runs on into it (the shared CiteSee paper,
+    pp. 5–6): the sentence is put back together, the caption follows; a caption after a finished sentence stays."""
+    body = "One challenge here is that users might not remember their past interactions with papers even when"
+    first = "\n".join([body, body, "the system augments them. To support this, the reader allows"])
+    second = "\n".join(
+        [
+            "Figure 4: Overview of the visual augmentation types.",
+            "users to click on a citation to see personalized contexts in a Paper Card, such as the last time the",
+            "paper was opened. Together these features provide a personalized reading and exploration experience",
+            "around citations for the many different readers that come to the tool with their own reading history",
+            "and with their own library of papers, which the tool reads to decide which citations it highlights as",
+            "explored, and which as unexplored but important for readers in the many areas that",
+            "Table 2: Strategies and their effects.",
+            "take part in the study that we ran in the lab with the people who took part in the interviews before.",
+            "Table 3: Participants.",
+            "The study ends here.",
+        ]
+    )
+    cleaned = clean_pdf_pages([first, second, first])
+    paragraphs = cleaned[1].split("\n\n")
+    assert paragraphs[0].startswith("users to click on a citation"), paragraphs
+    assert paragraphs[0].endswith(
+        "many areas that take part in the study that we ran in the lab with the people who took part in the"
+        " interviews before."
+    ), paragraphs
+    assert paragraphs[1:] == [
+        "Figure 4: Overview of the visual augmentation types.",
+        "Table 2: Strategies and their effects.",
+        "Table 3: Participants.",
+        "The study ends here.",
+    ], paragraphs

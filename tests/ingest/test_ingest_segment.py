@@ -41,6 +41,15 @@ def test_lowercase_continuation_and_list_numbers_are_not_boundaries() -> None:
     assert _sentences("1. First item here.") == ["1. First item here."]
 
 
+def test_a_name_in_lower_case_starts_a_sentence_but_no_abbreviation_or_web_address_does() -> None:
+    assert _sentences("A toolkit for documents. papermage offers abstractions.") == [
+        "A toolkit for documents.",
+        "papermage offers abstractions.",
+    ]
+    assert _sentences("Lakes have misc. other bugs.") == ["Lakes have misc. other bugs."]
+    assert _sentences("URL http://arxiv. org/abs/2104.02112.") == ["URL http://arxiv. org/abs/2104.02112."]
+
+
 def test_long_sentences_are_cut_at_whitespace() -> None:
     text = " ".join(["word"] * 1000)
     spans = split_sentences(text, 0, len(text))
