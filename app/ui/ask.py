@@ -293,6 +293,7 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             interactive=False,
             wrap=True,
             column_widths=["6%", "24%", "6%", "56%", "8%"],
+            max_height=2400,  # every citation on the page, not in a 500 px box that hides the last ones
             elem_id="citations",
         )
         timing = gr.Markdown(elem_id="timing")

@@ -225,7 +225,8 @@ def library_tab() -> LibraryTab:
             label="Documents",
             interactive=False,
             wrap=True,
-            column_widths=["6%", "38%", "9%", "7%", "9%", "10%", "21%"],
+            column_widths=["6%", "32%", "9%", "7%", "9%", "8%", "29%"],
+            max_height=2400,  # an error message wraps over several lines: shown whole, not under an inner scroll
             elem_id="documents",
         )
         index_status = gr.Markdown(elem_id="index-status")

@@ -47,7 +47,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 import torch
@@ -86,6 +86,17 @@ MAX_NAME_SHARE = 0.05  # a name, not a topic: in under this share of its documen
 _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with its possessive ("Acme's")
 _POSSESSIVE = re.compile(r"['\u2019]s$")
 COUNT_BONUS = 2.0  # added to the score of a passage whose sentence counts what a figure question asks the count of
+# What a sentence that introduces a document's subject says of it ("We introduce papermage, …", "X is a …")
+_INTRODUCING = "is are introduce present propose describe offer provide develop release contain consist"
+LEAD_BONUS = 10.0  # added to the score of the passage that introduces a document a question asks what it is (first)
+# The words of a question that asks what a named document is or does, and nothing more ("What does the PaperMage
+# paper propose?", "What is CiteSee?", "What is the Multi-LexSum paper about?"): stop words aside
+_OVERVIEW_WORDS = frozenset(
+    "paper article report document study work tool toolkit system method approach dataset corpus model framework"
+    " propose proposes proposed introduce introduces introduced present presents presented contribute contributes"
+    " contribution contributions offer offers provide provides describe describes about main idea goal purpose aim"
+    " summary summarize overview key point points do does did mean".split()
+)
 
 
 @dataclass
@@ -511,6 +522,9 @@ class Question:
     # id of what a figure question counts ("How many papers …": papers; ``model.inference.sentences.counted_word``)
     subject: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))  # (N,) ascending word
     # ids of its capitalised words (the first aside) that name no document: what it counts them of ("S2ORC")
+    overview: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))  # (N,) ascending word
+    # ids of the capitalised words (the first aside) of a question that names documents and asks nothing but what
+    # they are or do (``_OVERVIEW_WORDS``): the names their introducing sentences hold (:func:`lead_sentences`)
     total: Total = field(default=alone, repr=False, compare=False)  # the index is a shard: sums over the shards
     _counted: tuple[CollectionIndex, Frequencies, torch.Tensor] | None = field(default=None, repr=False, compare=False)
 
@@ -581,8 +595,30 @@ class Question:
             some,
             question_words(counted or ""),
             question_words(" ".join(_POSSESSIVE.sub("", m.group()) for m in _NAME.finditer(about) if m.start() > 0)),
+            _overview_names(question),
             total,
         )
+
+
+def _overview_names(question: str) -> torch.Tensor:
+    """(N,) the word ids of ``question``'s capitalised words (the first aside) when its other words are stop words
+    and ``_OVERVIEW_WORDS`` only, else none."""
+    names = [m for m in _NAME.finditer(question) if m.start() > 0]
+    rest = question_words(_NAME.sub(lambda m: " " if m.start() > 0 else m.group(), question))
+    rest = rest[~torch.isin(rest, stopword_ids())]
+    if not names or torch.isin(rest, _overview_ids()).logical_not().any():
+        return torch.zeros(0, dtype=torch.int64)
+    return question_words(" ".join(_POSSESSIVE.sub("", m.group()) for m in names))
+
+
+@cache
+def _overview_ids() -> torch.Tensor:
+    return question_words(" ".join(_OVERVIEW_WORDS))
+
+
+@cache
+def _introducing_ids() -> torch.Tensor:
+    return question_words(_INTRODUCING)
 
 
 @dataclass
@@ -758,16 +794,43 @@ def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tens
     return subject
 
 
+def lead_sentences(index: CollectionIndex, question: Question) -> torch.Tensor:
+    """For a question that asks what documents it names are or do and nothing more (:attr:`Question.overview`), of
+    each document whose title holds its names (they are in every passage's word bag): the first whole sentence that
+    holds them and says what something is or does (``_INTRODUCING``) — the one that introduces it ("This paper
+    introduces CiteSee, a paper reading tool …", "We introduce papermage, an open-source Python toolkit …"), not the
+    sentence that says "paper" most, nor the title and author lines.  → (S,) bool"""
+    found = torch.zeros(index.sentence_words.lengths.shape[0], dtype=torch.bool)
+    names = question.overview
+    if names.numel() == 0 or not index.passages:
+        return found
+    titled = held_everywhere(index.passage_words, index.passage_document, names).all(dim=0)  # (D,)
+    if not titled.any():
+        return found
+    bags = index.sentence_words
+    entries = bags.entries(names)
+    held = torch.zeros(found.shape[0]).index_add_(0, bags.owner[entries], torch.ones(entries.shape[0]))
+    says = torch.zeros(found.shape[0], dtype=torch.bool)
+    says[bags.owner[bags.entries(_introducing_ids())]] = True
+    rows = torch.nonzero((held == names.numel()) & says & ((index.sentence_kind & WHOLE) > 0)).flatten()  # (n,)
+    rows = rows[titled[index.sentence_document[rows]]]
+    documents = index.sentence_document[rows]
+    for document in documents.unique().tolist():
+        own = rows[documents == document]
+        found[own[index.sentence_number[own].argmin()]] = True
+    return found
+
+
 @torch.no_grad()
 def best_sentence(
-    model: Model, index: CollectionIndex, question: Question, passage: int, counting: torch.Tensor | None = None
+    model: Model, index: CollectionIndex, question: Question, passage: int, chosen: torch.Tensor | None = None
 ) -> int:
     """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
     score's match, semantic, lexical and sentence terms over the passage's sentences (the lexical term's word
     frequencies counted over the index's passages), among its whole sentences if any (not a heading, a web address
     or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
-    employees …"), among those that quote one if any (a citation mark "[44]" is none) — and among those, the ones
-    that count what it asks about (``counting``: (S,) :func:`counting_sentences`) if any."""
+    employees …"), among those that quote one if any (a citation mark "[44]" is none) — and among those, the
+    ``chosen`` ones ((S,) bool: :func:`counting_sentences`, :func:`lead_sentences`) if any."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.similarity, bags, question.idf(index))
@@ -785,9 +848,9 @@ def best_sentence(
         figures = (kind & FIGURE) > 0
         if (figures & whole).any() or (figures.any() and not whole.any()):
             score = score.masked_fill(~figures, float("-inf"))
-        counts = torch.isfinite(score) & (counting[first:last] if counting is not None else False)
-        if counts.any():
-            score = score.masked_fill(~counts, float("-inf"))
+    preferred = torch.isfinite(score) & (chosen[first:last] if chosen is not None else False)
+    if preferred.any():
+        score = score.masked_fill(~preferred, float("-inf"))
     return first + int(score.argmax())
 
 
@@ -828,15 +891,19 @@ def ranked_hits(
     the documents (:attr:`Question.documents`) reads their passages first: "What does the PaperMage paper propose?"
     is answered from PaperMage even where another paper's passage says "paper" more often. A passage holding a
     sentence that counts what a figure question asks the count of (:func:`counting_sentences`) scores
-    ``COUNT_BONUS`` more. A passage whose best sentence is a fragment (a table's cell, a heading left alone) comes
-    after every passage with a whole sentence.
+    ``COUNT_BONUS`` more; the one that introduces a document a question asks what it is (:func:`lead_sentences`)
+    ``LEAD_BONUS`` more, and that sentence is cited. A passage whose best sentence is a fragment (a table's cell, a
+    heading left alone) comes after every passage with a whole sentence.
     The passages are scored at the first ``next``: over every shard, together with the other shards, when
     ``question`` was encoded for a shard."""
     with torch.no_grad():
         score = evidence_score(model, evidence_terms(model, index, question, reading))
-        counting = counting_sentences(index, question)
+        counting, leading = counting_sentences(index, question), lead_sentences(index, question)
         if counting.any():
             score = score + COUNT_BONUS * best_of_passage(index, counting.float())
+        if leading.any():
+            score = score + LEAD_BONUS * best_of_passage(index, leading.float())
+        chosen = counting | leading
         order = torch.sort(score, descending=True, stable=True).indices  # equal scores: in the index's order
         if question.documents:  # the named documents' passages first, best first within each part
             other = ~torch.isin(index.passage_document[order], torch.tensor(question.documents))
@@ -845,7 +912,7 @@ def ranked_hits(
     for block in order.split(RANKED_BLOCK):  # the caller reads a few: not every passage made a Python int
         for p in block.tolist():
             with torch.no_grad():
-                hit = Hit(p, best_sentence(model, index, question, p, counting), float(score[p]))
+                hit = Hit(p, best_sentence(model, index, question, p, chosen), float(score[p]))
             if index.sentence_kind[hit.sentence] & WHOLE:
                 yield hit
             else:

@@ -559,3 +559,42 @@ def test_a_count_in_a_fragment_leaves_the_passage_its_whole_sentence(checkpoint:
     (hit,) = ranked_hits(model, index, question)
     a, b = index.sentence_spans[hit.sentence].tolist()
     assert text[a:b].startswith("Our firm has offices in 12 cities"), text[a:b]
+
+
+def test_a_question_asking_what_a_named_document_proposes_cites_the_sentence_that_introduces_it(
+    checkpoint: Path,
+) -> None:
+    """ "What does the PaperMage paper propose?" and "What is PaperMage?" cite the abstract's "We introduce papermage,
+    …" — not the title and author lines, which name it too, nor the sentence that says "paper" most; a question that
+    asks more than what it is ("Who wrote …") is ranked as any other."""
+    from model.inference.qa import Question, lead_sentences, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    paragraphs = [
+        "PaperMage: A Unified Toolkit for Processing Scientific Documents Kyle Lo Zejiang Shen Benjamin Newman",
+        *RISKS[:2],
+        "We introduce papermage, an open-source Python toolkit for processing visually-rich scientific documents.",
+        *RISKS[2:],
+        "All authors contributed to the papermage paper: this paper is their paper, and papermage is their paper's.",
+    ]
+    text = "\n\n".join(paragraphs)
+    other = "\n\n".join(["CiteSee highlights citations in a paper reader.", *RISKS])
+    index = CollectionIndex.build(
+        model,
+        [
+            document_text("papermage", text, "PaperMage: A Unified Toolkit papermage.pdf"),
+            document_text("citesee", other, "CiteSee: Augmenting Citations citesee.pdf"),
+        ],
+    )
+    spans = index.sentence_spans.tolist()
+    for asked in ("What does the PaperMage paper propose?", "What is PaperMage?"):
+        question = Question.encode(model, asked, index)
+        leading = [
+            text[a:b] for (a, b), lead in zip(spans, lead_sentences(index, question).tolist(), strict=True) if lead
+        ]
+        assert leading == [paragraphs[3]], (asked, leading)
+        hit = next(iter(ranked_hits(model, index, question)))
+        assert hit.sentence == lead_sentences(index, question).nonzero().item(), asked
+    who = Question.encode(model, "Who wrote the PaperMage paper?", index)
+    assert not lead_sentences(index, who).any()
