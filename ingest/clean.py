@@ -7,7 +7,7 @@ import re
 import unicodedata
 from collections import Counter
 
-from ingest.segment import heading_title
+from ingest.segment import CAPTION, heading_title
 from ingest.tables import label_rows
 
 _LIGATURES = str.maketrans(
@@ -54,8 +54,6 @@ _HYPHENATED = re.compile(r"(\S*\w)-$")
 _MID_SENTENCE = re.compile(r"[\w,;-]$")
 _OPEN_END = re.compile(r"[a-z][,-]?$")
 _LOWER_WORD = re.compile(r"[a-z]+\b(?!:)")  # a word in lower case, no web address
-# A caption's first line: "Figure 4: …", "Table 2. Usage …" (not "Fig. 2.a where …", nor "Fig. 2." ending a sentence)
-_CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+(?::|\.(?= [A-Z]))")
 # A footnote's first line, its number glued to its first word or web address ("20Used to …", "5CLM models …",
 # "4https://…"; not "3D", "5G" or "2nd")
 _GLUED_MARK = re.compile(r"\d{1,2}(?:https?://|[A-Z](?:[a-z]+|[A-Z]+)\b)")
@@ -105,10 +103,10 @@ def _captions_aside(pages: list[str], vocabulary: set[str]) -> list[str]:
         paragraphs = page.split("\n\n") if page else []
         k = -1
         while (k := k + 1) < len(paragraphs):
-            if not (_CAPTION.match(paragraphs[k]) and (open_end if k == 0 else _stops_mid_sentence(paragraphs[k - 1]))):
+            if not (CAPTION.match(paragraphs[k]) and (open_end if k == 0 else _stops_mid_sentence(paragraphs[k - 1]))):
                 continue
             m = k
-            while m < len(paragraphs) and _CAPTION.match(paragraphs[m]):
+            while m < len(paragraphs) and CAPTION.match(paragraphs[m]):
                 m += 1
             if m == len(paragraphs):
                 continue
@@ -250,7 +248,7 @@ def _reflow(lines: list[str], rows: set[int], vocabulary: set[str]) -> str:
     out = [lines[0]]
     for i in range(1, len(lines)):
         prev, line = lines[i - 1], lines[i]
-        if headings[i - 1] or headings[i] or _BULLET.match(line) or _CAPTION.match(line) or i in rows or i - 1 in rows:
+        if headings[i - 1] or headings[i] or _BULLET.match(line) or CAPTION.match(line) or i in rows or i - 1 in rows:
             separator = "\n\n"
         elif prev.endswith(("/", "_")) and _URL_TAIL.search(prev) and " " not in line:
             separator = ""  # a web address wrapped over two lines

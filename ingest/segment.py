@@ -88,6 +88,8 @@ _INLINE = re.compile(
     re.IGNORECASE,
 )
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+# A caption's first words: "Figure 4: …", "Table 2. Usage …" (not "Fig. 2.a where …", nor "Fig. 2." ending a sentence)
+CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+(?::|\.(?= [A-Z]))")
 # A sentence ends at . ! ? … before a capital or digit (a footnote mark glued to a word's full stop, "writing.1 The",
 # stays with its sentence), at a full stop after a lower-case word before a lower-case word ("documents. papermage
 # offers", a name written in lower case: ``_LOWER_START``), at a line break before a list item, or at a line break

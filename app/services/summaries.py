@@ -4,10 +4,11 @@ whole collection) get one summary within one budget (``model.inference.summarize
 best sentences in turn, a text quoted once), each sentence attributed to its document; it has no reference, so no
 ROUGE.
 
-Summaries are made from the body: headings, keywords and references are left out, and so are the abstract and the
-title block before it. A reference that is the document's own abstract (``Reference.is_abstract``) has its copy in
-the document found by content (``ingest.abstract.strip_abstract``: many papers carry their abstract untagged at the
-start of the first section) and cut from the input too, so a summary cannot copy its reference.
+Summaries are made from the body: headings, keywords, references and figure and table captions are left out, and
+so are the abstract and the title block before it. A reference that is the document's own abstract
+(``Reference.is_abstract``) has its copy in the document found by content (``ingest.abstract.strip_abstract``: many
+papers carry their abstract untagged at the start of the first section) and cut from the input too, so a summary
+cannot copy its reference.
 
 ``summarize_document`` serves the Summarize tab (``SummaryService``) and the batch command (``app.batch``).
 """
@@ -24,7 +25,7 @@ from app.services.errors import UserError
 from app.services.library import LibraryService
 from ingest.abstract import strip_abstract
 from ingest.document import ParsedDocument
-from ingest.segment import section_name
+from ingest.segment import CAPTION, section_name
 from model.inference.passages import DocumentText
 from model.inference.rouge import rouge
 from model.inference.summarizers import (
@@ -73,11 +74,28 @@ class Body:
     sentences: list[int]  # index of each body sentence among the document's sentences
 
 
+def captions(document: ParsedDocument) -> frozenset[int]:
+    """Indices of the document's sentences that are figure or table captions: from "Table 1: …" or "Figure 2." (the
+    label split off as a sentence of its own: the next sentence of its paragraph too)."""
+    found: set[int] = set()
+    sentences = document.sentences
+    for i, sentence in enumerate(sentences):
+        label = CAPTION.match(document.text, sentence.start)
+        if label is None:
+            continue
+        found.add(i)
+        alone = label.end() >= sentence.end - 1
+        if alone and i + 1 < len(sentences) and sentences[i + 1].paragraph == sentence.paragraph:
+            found.add(i + 1)
+    return frozenset(found)
+
+
 def body_of(document: ParsedDocument, cut: frozenset[int] = frozenset()) -> tuple[Body, int | None]:
     """The document's sections without their headings, leaving out the abstract and what precedes it, keywords,
-    references and the sentences whose indices are in ``cut``; and the index of the abstract section (None when
-    there is none)."""
+    references, figure and table captions ("Table 1: Test performances of …" says nothing without its table) and
+    the sentences whose indices are in ``cut``; and the index of the abstract section (None when there is none)."""
     abstract = next((i for i, s in enumerate(document.sections) if s.kind == "abstract"), None)
+    cut = cut | captions(document)
     by_section: dict[int, list[int]] = {}
     for i, sentence in enumerate(document.sentences):
         if sentence.section is not None:

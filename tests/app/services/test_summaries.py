@@ -25,3 +25,20 @@ def test_the_body_is_library_sentences_without_the_abstract(tmp_path: Path) -> N
     for row, index in enumerate(body.sentences):  # each body sentence is the document's sentence, moved
         sentence = document.sentences[index]
         assert body.document.sentence_text(row) == document.text[sentence.start : sentence.end]
+
+
+def test_figure_and_table_captions_are_no_summary_sentences() -> None:
+    from ingest.pipeline import parse_text
+
+    text = (
+        "Results\n\nSCIBERT outperforms BERT-Base on computer science tasks.\n\n"
+        "Table 1: Test performances of all BERT variants on all tasks and datasets.\n\n"
+        "Figure 2. Distribution of papers by field of study.\n\n"
+        "As Table 1 shows, finetuning helps on every dataset."
+    )
+    document = parse_text("scibert.txt", "SciBERT", "txt", text, "")
+    body, _ = body_of(document)
+    assert [body.document.sentence_text(row) for row in range(len(body.sentences))] == [
+        "SCIBERT outperforms BERT-Base on computer science tasks.",
+        "As Table 1 shows, finetuning helps on every dataset.",
+    ], body.document.text
