@@ -85,7 +85,8 @@ def clean_pdf_pages(pages: list[str]) -> list[str]:
     """Clean the raw text of each PDF page and reflow its lines into paragraphs separated by blank lines; a table row
     under a header of column labels gets its labels (``ingest.tables``) and stays a paragraph of its own; a
     footnote's number glued to its first word is dropped ("8The papers …" → "The papers …"), and a footnote mark
-    glued after a comma ("S2ORC,1a large corpus" → "S2ORC, a large corpus")."""
+    glued after a comma ("S2ORC,1a large corpus" → "S2ORC, a large corpus"); footnotes and captions that the text
+    layer puts inside a sentence are taken out of it (``_footnotes``, ``_captions_aside``)."""
     lines = [_page_lines(page) for page in pages]
     repeated = _repeated_edge_lines(lines)
     vocabulary = {word.strip(_PUNCTUATION).lower() for page in lines for line in page for word in line.split()}

@@ -523,8 +523,8 @@ class Question:
     subject: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))  # (N,) ascending word
     # ids of its capitalised words (the first aside) that name no document: what it counts them of ("S2ORC")
     overview: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))  # (N,) ascending word
-    # ids of the capitalised words (the first aside) of a question that names documents and asks nothing but what
-    # they are or do (``_OVERVIEW_WORDS``): the names their introducing sentences hold (:func:`lead_sentences`)
+    # ids of the capitalised words (the first aside) of a question that asks nothing but what they name is or does
+    # (``_OVERVIEW_WORDS``): the names its introducing sentences hold (:func:`lead_sentences`)
     total: Total = field(default=alone, repr=False, compare=False)  # the index is a shard: sums over the shards
     _counted: tuple[CollectionIndex, Frequencies, torch.Tensor] | None = field(default=None, repr=False, compare=False)
 
