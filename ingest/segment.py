@@ -323,7 +323,9 @@ def _prose_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
         stop = match.end()
         if text[match.start()] == "." and _abbreviation(text, begin, match.start()):
             continue
-        if text[stop:end].lstrip(" ")[:1].islower() and not _lower_start(text, begin, match.start(), end):
+        if text[stop : min(end, stop + 64)].lstrip(" ")[:1].islower() and not _lower_start(
+            text, begin, match.start(), end
+        ):
             continue
         if len(text[begin:stop].strip()) < 4:  # "1." or "a)" numbering, not a sentence
             continue
