@@ -594,7 +594,7 @@ class Question:
             named,
             some,
             question_words(counted or ""),
-            question_words(" ".join(_POSSESSIVE.sub("", m.group()) for m in _NAME.finditer(about) if m.start() > 0)),
+            _name_words([m for m in _NAME.finditer(about) if m.start() > 0]),
             _overview_names(question),
             total,
         )
@@ -608,6 +608,11 @@ def _overview_names(question: str) -> torch.Tensor:
     rest = rest[~torch.isin(rest, stopword_ids())]
     if not names or torch.isin(rest, _overview_ids()).logical_not().any():
         return torch.zeros(0, dtype=torch.int64)
+    return _name_words(names)
+
+
+def _name_words(names: list[re.Match[str]]) -> torch.Tensor:
+    """(N,) the word ids of capitalised words, without their possessive ("Acme's" → acme)."""
     return question_words(" ".join(_POSSESSIVE.sub("", m.group()) for m in names))
 
 
@@ -769,6 +774,13 @@ def read(model: Model, index: CollectionIndex, cache: ReadCache, question: Quest
     return read_passages(model, index.passage_token_spans, cache, question.ids)
 
 
+def holding_all(bags: WordBags, words: torch.Tensor) -> torch.Tensor:
+    """Which spans of ``bags`` hold every one of ``words`` (Q,) (distinct).  → (P,) bool"""
+    present = bags.entries(words)
+    held = torch.zeros(bags.lengths.shape[0]).index_add_(0, bags.owner[present], torch.ones(present.shape[0]))
+    return held == words.numel()
+
+
 def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tensor:
     """Which sentences count what the question asks the count of: a figure of the sentence counts the question's
     counted word ("81.1M … papers" for "How many papers …"; ``model.inference.sentences.counted_text``), and the
@@ -785,9 +797,7 @@ def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tens
     if question.subject.numel() == 0:
         return found
     for bags, owner in ((index.sentence_words, None), (index.passage_words, index.sentence_passage)):
-        present = bags.entries(question.subject)
-        held = torch.zeros(bags.lengths.shape[0]).index_add_(0, bags.owner[present], torch.ones(present.shape[0]))
-        holds = held == question.subject.numel()
+        holds = holding_all(bags, question.subject)
         subject = found & (holds if owner is None else holds[owner])
         if question.total(subject.any().double().reshape(1)) > 0:  # over every shard: the same rule on each
             return subject
@@ -808,11 +818,9 @@ def lead_sentences(index: CollectionIndex, question: Question) -> torch.Tensor:
     if not titled.any():
         return found
     bags = index.sentence_words
-    entries = bags.entries(names)
-    held = torch.zeros(found.shape[0]).index_add_(0, bags.owner[entries], torch.ones(entries.shape[0]))
     says = torch.zeros(found.shape[0], dtype=torch.bool)
     says[bags.owner[bags.entries(_introducing_ids())]] = True
-    rows = torch.nonzero((held == names.numel()) & says & ((index.sentence_kind & WHOLE) > 0)).flatten()  # (n,)
+    rows = torch.nonzero(holding_all(bags, names) & says & ((index.sentence_kind & WHOLE) > 0)).flatten()  # (n,)
     rows = rows[titled[index.sentence_document[rows]]]
     documents = index.sentence_document[rows]
     for document in documents.unique().tolist():
