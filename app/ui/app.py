@@ -12,7 +12,7 @@ from app.services import Services
 from app.services.ingest import MAX_FILE_BYTES
 from app.services.sample import build_sample
 from app.ui.ask import ask_tab
-from app.ui.common import bind
+from app.ui.common import IN_STEP, bind
 from app.ui.dashboard import dashboard_tab
 from app.ui.library import (
     ask_to_delete,
@@ -68,7 +68,7 @@ def build_app(services: Services) -> gr.Blocks:
             api_name="ingest",
             show_progress_on=[library.log],  # one progress display, on the log
         ).then(indexing, watched, statuses, api_visibility="private", show_progress="hidden").then(
-            bind(follow_library, services), library.collection, summarize.choices, api_visibility="private"
+            bind(follow_library, services), library.collection, summarize.choices, **IN_STEP
         )
         # Delete asks first; the API's /delete (what "Yes, delete it" runs) removes at once
         library.delete.click(
@@ -84,7 +84,7 @@ def build_app(services: Services) -> gr.Blocks:
             [library.status, *views],
             api_name="delete",
         ).then(lambda: gr.update(visible=False), None, library.confirm_row, api_visibility="private").then(
-            bind(follow_library, services), library.collection, summarize.choices, api_visibility="private"
+            bind(follow_library, services), library.collection, summarize.choices, **IN_STEP
         )
     return app
 

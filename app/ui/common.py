@@ -15,6 +15,9 @@ from app.services import Services
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
 PRIVATE = {"api_visibility": "private"}  # events the app's API does not expose
+# private events that keep one tab's choices in step with another's: no loading overlay over the choices, which
+# would take the user's clicks while the machine is busy indexing
+IN_STEP = PRIVATE | {"show_progress": "hidden"}
 
 
 def escape_markdown(text: str) -> str:

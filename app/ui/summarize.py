@@ -12,7 +12,7 @@ import pandas as pd
 
 from app.services import Services, UserError
 from app.services.summaries import DEFAULT_BUDGET_WORDS, ROUGE_NAMES, Summary
-from app.ui.common import PRIVATE, bind, escape_markdown, fail, user_of
+from app.ui.common import IN_STEP, bind, escape_markdown, fail, user_of
 
 SUMMARY_COLUMNS = ["#", "sentence", "document", "page"]
 
@@ -165,11 +165,11 @@ def summarize_tab(services: Services, library_collection: gr.Dropdown) -> Summar
             elem_id="summary",
         )
         rouge = gr.Markdown(elem_id="summary-rouge")
-    tab.select(bind(open_tab, services), collection, [collection, documents, summarizer], **PRIVATE)
+    tab.select(bind(open_tab, services), collection, [collection, documents, summarizer], **IN_STEP)
     library_collection.change(
-        bind(follow_library, services), library_collection, [collection, documents, summarizer], **PRIVATE
+        bind(follow_library, services), library_collection, [collection, documents, summarizer], **IN_STEP
     )
-    collection.input(bind(summary_documents, services), collection, documents, **PRIVATE)
+    collection.input(bind(summary_documents, services), collection, documents, **IN_STEP)
     button.click(
         bind(summarize, services),
         [collection, documents, budget, summarizer],
