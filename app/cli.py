@@ -39,7 +39,7 @@ def _print_json(value: Any) -> None:
 def _event_line(event: IngestEvent) -> str:
     head = f"[{event.index}/{event.total}] {event.source}: {event.status}"
     if event.status in ("ingested", "replaced"):
-        head += f" ({event.pages} pages, {event.tokens:,} tokens, {event.sentences:,} sentences, {event.seconds:.1f} s)"
+        head += f" ({event.sizes()})"
     return head + (f" - {event.message}" if event.message else "")
 
 
@@ -60,8 +60,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if not args.json:
         print(
             f"{summary.files} inputs: {summary.ingested} ingested, {summary.unchanged} unchanged, "
-            f"{summary.errors} failed; {summary.pages} pages, {summary.tokens:,} tokens in {summary.seconds:.1f} s "
-            f"({summary.pages_per_s:.1f} pages/s, {summary.tokens_per_s:,.0f} tokens/s)",
+            f"{summary.errors} failed; {summary.sizes()}",
             flush=True,
         )
     named = {e.document_id for e in events if e.document_id is not None}  # ingested, replaced or unchanged

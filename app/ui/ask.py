@@ -338,10 +338,10 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
         api_name="ask",
         concurrency_limit=4,  # answering only reads the library (SQLite WAL): a few may run at once
     ).then(bind(show_sessions, services), session_id, session_views, **PRIVATE).then(
-        lambda: "",
+        lambda: ("", gr.update(value=None, visible=False), ""),
         None,
-        session_status,
-        **PRIVATE,  # "started session …" is stale once a question is answered
+        [session_status, page_image, evidence],
+        **PRIVATE,  # "started session …" and the last answer's cited page and sentence are stale once one is answered
     )
     citations.select(bind(show_citation, services), cited, [page_image, evidence], **PRIVATE)
     return AskTab(

@@ -97,7 +97,7 @@ def _display_name(text: str, upload_folders: re.Pattern[str]) -> str:
 def _event_line(event: IngestEvent, upload_folders: re.Pattern[str]) -> str:
     line = f"[{event.index}/{event.total}] {_display_name(event.source, upload_folders)}: {event.status}"
     if event.status in ("ingested", "replaced"):
-        line += f" ({event.pages} pages, {event.tokens:,} tokens, {event.sentences:,} sentences, {event.seconds:.1f} s)"
+        line += f" ({event.sizes()})"
     if event.needs_ocr_pages:
         line += f" - needs OCR: no text on pages {', '.join(map(str, event.needs_ocr_pages))}"
     if event.message:
@@ -141,9 +141,7 @@ def ingest_files(
         summary = IngestSummary.of(events, time.perf_counter() - started)
         lines.append(
             f"done: {summary.files} inputs, {summary.ingested} ingested, {summary.unchanged} unchanged, "
-            f"{summary.errors} failed; {summary.pages} pages, {summary.tokens:,} tokens "
-            f"in {summary.seconds:.1f} s ({summary.pages_per_s:.1f} pages/s, "
-            f"{summary.tokens_per_s:,.0f} tokens/s)"
+            f"{summary.errors} failed; {summary.sizes()}"
         )
     yield "\n".join(lines), *refresh(services, collection, asked, request), None
 

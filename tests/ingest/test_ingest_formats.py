@@ -45,6 +45,20 @@ def test_a_text_opening_with_a_paragraph_is_titled_by_its_file_name() -> None:
         assert isinstance(doc, ParsedDocument) and doc.title == "minutes_2024-03", doc.title
 
 
+def test_a_transcript_is_titled_by_its_file_name_not_its_first_turn() -> None:
+    """A text that opens with a transcript's turns ("Project Manager: So", a QMSum meeting a user uploaded) is named
+    by its file; a title line above the turns, or a "Chapter 1: The Sea" line above a paragraph, names it."""
+    turns = "Project Manager: So\nMarketing: Okay .\nIndustrial Designer: We need a budget of twelve euros ."
+    doc = _one("IS1006b.txt", "txt", turns.encode())
+    assert isinstance(doc, ParsedDocument) and doc.title == "IS1006b", doc.title
+    for title, text in [
+        ("Budget meeting", f"Budget meeting\n\n{turns}"),
+        ("Chapter 1: The Sea", "Chapter 1: The Sea\n\nThe boat left at dawn. The sea was calm."),
+    ]:
+        doc = _one("notes.txt", "txt", text.encode())
+        assert isinstance(doc, ParsedDocument) and doc.title == title, doc.title
+
+
 def test_encodings(check_document: Check) -> None:
     text = "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9."
     for data in (text.encode("utf-8"), text.encode("utf-8-sig"), text.encode("utf-16")):

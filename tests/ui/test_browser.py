@@ -114,6 +114,8 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.locator("#question textarea").fill("")
     page.click("#ask-btn")
     expect(page.locator("#answer")).to_contain_text("Error: the question is empty")
+    expect(page.locator("#evidence mark")).to_have_count(0)  # the last answer's cited sentence went with it
+    expect(page.locator("#cited-page img")).to_be_hidden()
 
     page.get_by_role("tab", name="Summarize").click()
     expect(page.locator("#summary-collection input")).to_have_value("papers")
