@@ -66,14 +66,14 @@ from model.inference.lexical import (
 )
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
-from model.inference.sentences import FIGURE, WHOLE, counted_text, counted_word, sentence_kinds
+from model.inference.sentences import FIGURE, QUESTION, WHOLE, counted_text, counted_word, sentence_kinds
 from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
 from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 10  # of the arrays; arrays of format 9 are carried over (`upgraded`), of another format rebuilt
+FORMAT = 11  # of the arrays; arrays of format 10 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
 RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a time
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -413,9 +413,9 @@ class CollectionIndex:
 
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 9 lacked the words the sentences' figures count and called a lead-in ending with a colon
-    whole, both read here from ``document`` (the one the index was built from); None for any other format, or when
-    the document's sentences are not the index's."""
+    document again: format 10's sentence kinds lacked the bit of a sentence that asks a question, read here from
+    ``document`` (the one the index was built from) with the words the sentences' figures count; None for any other
+    format, or when the document's sentences are not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
     texts = [document.sentence_text(i) for i in range(len(document.sentences))]
@@ -838,7 +838,9 @@ def best_sentence(
     frequencies counted over the index's passages), among its whole sentences if any (not a heading, a web address
     or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
     employees …"), among those that quote one if any (a citation mark "[44]" is none) — and among those, the
-    ``chosen`` ones ((S,) bool: :func:`counting_sentences`, :func:`lead_sentences`) if any."""
+    ``chosen`` ones ((S,) bool: :func:`counting_sentences`, :func:`lead_sentences`) if any. A sentence that asks a
+    question is answered by what follows it: the passage's next whole sentence that asks none is cited instead (a
+    meeting's "Has HEFCW done any assessment …?" then the reply; an FAQ's question then its answer)."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.similarity, bags, question.idf(index))
@@ -859,7 +861,12 @@ def best_sentence(
     preferred = torch.isfinite(score) & (chosen[first:last] if chosen is not None else False)
     if preferred.any():
         score = score.masked_fill(~preferred, float("-inf"))
-    return first + int(score.argmax())
+    best = int(score.argmax())
+    if kind[best] & QUESTION:
+        answers = torch.nonzero(whole[best + 1 :] & ((kind[best + 1 :] & QUESTION) == 0)).flatten()  # (n,)
+        if answers.numel():
+            best += 1 + int(answers[0])
+    return first + best
 
 
 def question_coverage(index: CollectionIndex, question: Question, passage: int) -> float:

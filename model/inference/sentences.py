@@ -1,11 +1,14 @@
 """What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment (a lead-in
-ending with a colon is one: what answers is the list after it), whether it quotes a figure, and what its figures
-count. The answer path cites whole sentences first, a sentence quoting a figure for "How many …", and first of all
-one whose figure counts what the question asks about.
+ending with a colon is one: what answers is the list after it), whether it quotes a figure, whether it asks a
+question, and what its figures count. The answer path cites whole sentences first, a sentence quoting a figure for
+"How many …", and first of all one whose figure counts what the question asks about; for a sentence that asks (a
+meeting's "Has HEFCW done any assessment …?", an FAQ's "What are the eligibility requirements?") it cites the
+answer after it.
 
-A word is a run of letters or digits that is not part of a web address ("github.com/allenai/papermage" is none) and
-not a citation mark; a figure is a number standing alone ("3,950", "$280,522", "12.5%", "2019"), never a citation
-mark ("[44]", "[3, 7–9]") nor a footnote mark stuck to a word ("networks20", "papermage1").
+A word is a run of letters or digits that is not part of a web address ("github.com/allenai/papermage" is none),
+not a citation mark and not the speaker of a transcript's turn ("Marketing: Okay ." is a fragment); a figure is a
+number standing alone ("3,950", "$280,522", "12.5%", "2019"), never a citation mark ("[44]", "[3, 7–9]") nor a
+footnote mark stuck to a word ("networks20", "papermage1").
 
     kinds = sentence_kinds(["We had 3,950 employees.", "§ github.com/allenai/papermage1"])
     kinds & WHOLE, kinds & FIGURE                                  # → [1, 0], [2, 0]
@@ -27,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 MIN_WORDS = 4  # a whole sentence has at least this many words
-WHOLE, FIGURE = 1, 2  # the bits of a sentence's kind
+WHOLE, FIGURE, QUESTION = 1, 2, 4  # the bits of a sentence's kind
 COUNT_AFTER, COUNT_BEFORE = 4, 2  # words after and before a figure that it counts or labels
 
 _ADDRESS = re.compile(r"\S*(?:https?://|www\.|\w\.(?:com|org|net|edu|gov|io)\b|\w/\w)\S*", re.IGNORECASE)
@@ -35,6 +38,8 @@ _CITATION = re.compile(r"\[\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*\]")  # [44], [3, 7
 _WORD = re.compile(r"[^\W_]+")
 _FIGURE = re.compile(r"(?<!\w)\d")  # a number's first digit, not stuck to a word before it
 _FIGURE_TOKEN = re.compile(r"[(\[$€£]*\d")  # a whitespace token that is a figure
+_ASKS = re.compile(r"\?[\s\"'”’)\]]*$")  # the sentence ends with a question mark
+_SPEAKER = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s")  # a transcript turn's "Project Manager: "
 _NUMBER_WORDS = frozenset(
     "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds thousand"
     " thousands million millions billion billions dozen dozens".split()
@@ -51,9 +56,9 @@ _NOT_COUNTED = frozenset(
 
 def sentence_kind(text: str) -> int:
     """The kind bits of one sentence's text."""
-    plain = _CITATION.sub(" ", _ADDRESS.sub(" ", text))
+    plain = _CITATION.sub(" ", _ADDRESS.sub(" ", _SPEAKER.sub("", text, count=1)))  # a speaker's name says nothing
     kind = WHOLE if len(_WORD.findall(plain)) >= MIN_WORDS and not text.rstrip().endswith(":") else 0
-    return kind | (FIGURE if _FIGURE.search(plain) else 0)
+    return kind | (FIGURE if _FIGURE.search(plain) else 0) | (QUESTION if _ASKS.search(text) else 0)
 
 
 def sentence_kinds(texts: Sequence[str]) -> np.ndarray:

@@ -155,9 +155,10 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
 def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding(
     services: Services, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Indexes stored by the format before the words that figures count (9) are not encoded again: each gains them
-    and its sentence kinds anew, read from its document's sentences (the same as a fresh encoding gives), its store
-    files move to this format's folder, and the previous folder goes once it is empty."""
+    """Indexes stored by the format before (10: no sentence kind said whether a sentence asks) are not encoded
+    again: each gains its sentence kinds and the words its figures count anew, read from its document's sentences
+    (the same as a fresh encoding gives), its store files move to this format's folder, and the previous folder
+    goes once it is empty."""
     import numpy as np
 
     from model.inference.qa import FORMAT
@@ -167,7 +168,7 @@ def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding
     fresh = {path.name: read_npz(path) for path in stored_indexes(home)}
     (folder,) = {path.parent for path in stored_indexes(home)}
     previous = folder.with_name(folder.name.replace(f"index{FORMAT}", f"index{FORMAT - 1}"))
-    folder.rename(previous)  # as format 9 left it: no counted words, its own sentence kinds
+    folder.rename(previous)  # as an earlier format left it: its own sentence kinds (here none), no counted words
     for name, arrays in fresh.items():
         old = {k: v for k, v in arrays.items() if not k.startswith("sentence_counted")}
         old |= {"format": np.array(FORMAT - 1), "sentence_kind": np.zeros_like(arrays["sentence_kind"])}
@@ -598,3 +599,32 @@ def test_a_question_asking_what_a_named_document_proposes_cites_the_sentence_tha
         assert hit.sentence == lead_sentences(index, question).nonzero().item(), asked
     who = Question.encode(model, "Who wrote the PaperMage paper?", index)
     assert not lead_sentences(index, who).any()
+
+
+def test_a_sentence_that_asks_is_answered_by_the_sentence_after_it(checkpoint: Path) -> None:
+    """A passage whose sentence closest to the question is itself a question (a meeting's "Has HEFCW done any
+    assessment …?", an FAQ's heading) cites the reply after it — past a short interjection — not the question again;
+    a passage that only asks cites its question."""
+    from model.inference.qa import QUESTION, Question, best_sentence, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    turns = [
+        "Sian Gwenllian AM: Has HEFCW done any assessment of the effect of underfunding research in universities?",
+        "Kirsty Williams AM: Okay .",
+        "Dr David Blaney: Not directly: we relied on the review that Graeme Reid made for the Welsh Government.",
+    ]
+    text = "\n".join(turns)
+    index = CollectionIndex.build(model, [document_text("committee", text, "Committee transcript")])
+    spans = index.sentence_spans.tolist()
+    asked = "Has HEFCW done any assessment of the effect of underfunding research?"
+    question = Question.encode(model, asked, index)
+    hit = next(iter(ranked_hits(model, index, question)))
+    a, b = spans[hit.sentence]
+    assert text[a:b].startswith("Dr David Blaney: Not directly"), text[a:b]
+    index.sentence_kind &= ~QUESTION  # the question's own sentence scores best: without the bit it is cited
+    a, b = spans[best_sentence(model, index, question, hit.passage)]
+    assert text[a:b].startswith("Sian Gwenllian AM: Has HEFCW"), text[a:b]
+    only = CollectionIndex.build(model, [document_text("asks", turns[0], "Questions")])
+    (alone,) = ranked_hits(model, only, Question.encode(model, asked, only))
+    assert alone.sentence == 0

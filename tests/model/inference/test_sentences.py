@@ -1,12 +1,12 @@
-"""What a sentence is (``model.inference.sentences``): whole or a fragment, whether it quotes a figure, and what its
-figures count."""
+"""What a sentence is (``model.inference.sentences``): whole or a fragment, whether it quotes a figure or asks a
+question, and what its figures count."""
 
 from __future__ import annotations
 
 import pytest
 
 from model.inference.lexical import word_ids
-from model.inference.sentences import FIGURE, WHOLE, counted_text, counted_word, sentence_kind, sentence_kinds
+from model.inference.sentences import FIGURE, QUESTION, WHOLE, counted_text, counted_word, sentence_kind, sentence_kinds
 
 
 @pytest.mark.parametrize(
@@ -26,6 +26,13 @@ from model.inference.sentences import FIGURE, WHOLE, counted_text, counted_word,
         ("Blowhole", 0),
         ("Key differences in its pretraining corpus and those used here are:", 0),  # a lead-in: the list answers
         ("Table 2", FIGURE),
+        ("Sian Gwenllian AM: Has HEFCW done any assessment of the effect?", WHOLE | QUESTION),
+        ('He asked, "Where did the 12 boats go?"', WHOLE | FIGURE | QUESTION),
+        ("Why?", QUESTION),
+        ("Kirsty Williams AM: Okay .", 0),  # the speaker's name is no word of what is said
+        ("Project Manager: We should aim at the young people .", WHOLE),
+        ("Results: we found 12 errors.", WHOLE | FIGURE),
+        ("Is it? We think so.", WHOLE),  # asks, then says: what it says is its end
         ("", 0),
     ],
 )
