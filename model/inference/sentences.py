@@ -39,7 +39,7 @@ _WORD = re.compile(r"[^\W_]+")
 _FIGURE = re.compile(r"(?<!\w)\d")  # a number's first digit, not stuck to a word before it
 _FIGURE_TOKEN = re.compile(r"[(\[$€£]*\d")  # a whitespace token that is a figure
 _ASKS = re.compile(r"\?[\s\"'”’)\]]*$")  # the sentence ends with a question mark
-_SPEAKER = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s")  # a transcript turn's "Project Manager: "
+SPEAKER = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s")  # a transcript turn's "Project Manager: "
 _NUMBER_WORDS = frozenset(
     "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds thousand"
     " thousands million millions billion billions dozen dozens".split()
@@ -56,7 +56,7 @@ _NOT_COUNTED = frozenset(
 
 def sentence_kind(text: str) -> int:
     """The kind bits of one sentence's text."""
-    plain = _CITATION.sub(" ", _ADDRESS.sub(" ", _SPEAKER.sub("", text, count=1)))  # a speaker's name says nothing
+    plain = _CITATION.sub(" ", _ADDRESS.sub(" ", SPEAKER.sub("", text, count=1)))  # a speaker's name says nothing
     kind = WHOLE if len(_WORD.findall(plain)) >= MIN_WORDS and not text.rstrip().endswith(":") else 0
     return kind | (FIGURE if _FIGURE.search(plain) else 0) | (QUESTION if _ASKS.search(text) else 0)
 

@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from model.inference.passages import DocumentText
+from model.inference.sentences import SPEAKER
 
 POLICY_FILE = "summary_policy.json"
 _SYMBOL = re.compile(r"[^\w]")
@@ -225,8 +226,9 @@ def rank(
 def summary_words(sentence: str) -> int:
     """The words a sentence brings to a summary: 0 for a lead-in ending with a colon ("Methods defined here:",
     "as follows:") or a line mostly of symbols (a rule of dashes, code punctuation), which the policy skips as it
-    skips a sentence under ``min_words`` words."""
+    skips a sentence under ``min_words`` words; a transcript turn's speaker and a mark standing alone (" .") are no
+    words ("Marketing: Okay ." brings one, "Project Manager: Mm ." one)."""
     text = "".join(sentence.split())
     if not text or text.endswith(":") or len(_SYMBOL.findall(text)) > 0.3 * len(text):
         return 0
-    return len(sentence.split())
+    return sum(any(c.isalnum() for c in token) for token in SPEAKER.sub("", sentence.strip(), count=1).split())

@@ -169,9 +169,11 @@ def test_the_shipped_summarizer_uses_the_fitted_policy() -> None:
     ]
 
 
-def test_lead_ins_and_lines_of_symbols_bring_no_words() -> None:
+def test_lead_ins_lines_of_symbols_and_speakers_bring_no_words() -> None:
     assert summary_words("The pools recovered in three weeks.") == 6
     assert summary_words("Methods defined here:") == 0  # a lead-in
     assert summary_words("---------------------------------------- Data descriptors inherited") == 0
     assert summary_words("Revenue rose 5% to $1,234 million in 2019.") == 8  # figures are words
     assert summary_words("  ") == 0
+    assert summary_words("Marketing: Okay .") == 1  # a speaker and a mark standing alone are no words
+    assert summary_words("Project Manager: We should aim at the young people .") == 7
