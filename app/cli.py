@@ -125,7 +125,9 @@ def cmd_collections(args: argparse.Namespace) -> int:
         print("no collections yet: indexpool ingest PATH --collection NAME")
     for info in infos:
         print(
-            f"{info.name}: {info.documents} documents, {info.pages} pages, {info.tokens:,} tokens, "
+            f"{info.name}: {info.documents} documents, "
+            + (f"{info.pages} pages, " if info.pages else "")
+            + f"{info.tokens:,} tokens, "
             f"{info.sentences:,} sentences"
             + (f", {info.errors} failed" if info.errors else "")
             + (", shared with every user" if info.shared else "")
@@ -156,7 +158,8 @@ def cmd_documents(args: argparse.Namespace) -> int:
         _print_json(rows)
         return 0
     for row in rows:
-        detail = row["error"] if row["status"] == "error" else f"{row['pages']} pages, {row['tokens']:,} tokens"
+        pages = f"{row['pages']} pages, " if row["pages"] else ""  # a text file has none
+        detail = row["error"] if row["status"] == "error" else f"{pages}{row['tokens']:,} tokens"
         ocr = f", needs OCR: pages {row['needs_ocr_pages']}" if row["needs_ocr_pages"] else ""
         print(f"{row['id']:>6}  {row['status']:<8}  {row['title'][:60]:<60}  {detail}{ocr}")
     return 0

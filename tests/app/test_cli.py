@@ -114,6 +114,9 @@ def test_mixed_batch_ingests_the_good_and_names_the_bad(
     assert "0 pages" not in out and " tokens in " in out
     for name in ("empty.txt", "five.pdf", "sheet.xlsx"):
         assert f"{name}: error" in out
+    for listing in (["collections"], ["documents", "--collection", "mixed"]):
+        code, out, _ = run(capsys, "--home", str(home), *listing)
+        assert code == 0 and " tokens" in out and "pages" not in out, out
     answer = run_json(capsys, "--home", str(home), "ask", "--collection", "mixed", "linear time")
     assert "Linear attention runs in linear time." in answer["answer"]
 
