@@ -308,6 +308,7 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             label="Session history",
             elem_id="history",
             height=360,
+            buttons=["copy"],  # each message's copy; no toolbar over the latest question, no clear beside Delete
             placeholder="The questions and answers of the chosen session show here. Without a session (New above"
             " starts one) answers are not kept.",
         )
