@@ -25,7 +25,7 @@ from ingest.document import IngestError, Page, ParsedDocument, Section, Sentence
 from ingest.htmltext import html_blocks
 from ingest.paperxml import read_paper_xml
 from ingest.pdf import generic_title, page_ranges, read_pdf, registrant_title
-from ingest.segment import section_name, segment
+from ingest.segment import SPEAKER, section_name, segment
 from ingest.sources import InputItem, Limits, item_chunks, item_hash, size_text
 from ingest.textfile import decode_text, stream_text
 
@@ -40,8 +40,6 @@ def cpu_timeout_reason(timeout_s: float) -> str:
 PART_CHARS = 4 << 20  # a text file longer than this many characters is ingested as parts of about this size
 _TITLE_CHARS = 200
 _TITLE_WORDS = 20  # a longer first line of a text file is a paragraph, not its title
-# a turn of a transcript: "Project Manager: So", "Sian Gwenllian AM: Has HEFCW …" (a speaker's name and what they say)
-_TURN = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s+\S")
 _PARAGRAPH_BREAK = "\n\n"
 _MEASURE = re.compile(r"(?<![\w.])(?:\d+\.\d+|\d{2,})(?![\w.])")  # 88.857, 2016: three or more make a table row
 _NOT_A_TITLE = re.compile(
@@ -333,12 +331,12 @@ def _document(
 def _first_line(text: str) -> str:
     """The text's first line when it reads as a title (at most ``_TITLE_WORDS`` words, not a sentence): "" when the
     text opens with a paragraph, whose words would otherwise name the document and stand in every passage's bag, or
-    with a transcript's turns ("Project Manager: So" then "Marketing: Okay ."; :data:`_TURN`)."""
+    with a transcript's turns ("Project Manager: So" then "Marketing: Okay ."; ``ingest.segment.SPEAKER``)."""
     lines = [line.strip().lstrip("#").strip() for line in text.split("\n", 20)[:20]]
     lines = [line for line in lines if line and section_name(line) != "abstract"]
     if not lines or len(lines[0].split()) > _TITLE_WORDS or lines[0].endswith((".", "!", "?", ",", ";")):
         return ""
-    return "" if len(lines) > 1 and _TURN.match(lines[0]) and _TURN.match(lines[1]) else lines[0]
+    return "" if len(lines) > 1 and SPEAKER.match(lines[0]) and SPEAKER.match(lines[1]) else lines[0]
 
 
 def _pdf_title(pages: list[str]) -> str:

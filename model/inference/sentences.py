@@ -29,6 +29,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ingest.segment import SPEAKER
+
 MIN_WORDS = 4  # a whole sentence has at least this many words
 WHOLE, FIGURE, QUESTION = 1, 2, 4  # the bits of a sentence's kind
 COUNT_AFTER, COUNT_BEFORE = 4, 2  # words after and before a figure that it counts or labels
@@ -39,7 +41,6 @@ _WORD = re.compile(r"[^\W_]+")
 _FIGURE = re.compile(r"(?<!\w)\d")  # a number's first digit, not stuck to a word before it
 _FIGURE_TOKEN = re.compile(r"[(\[$€£]*\d")  # a whitespace token that is a figure
 _ASKS = re.compile(r"\?[\s\"'”’)\]]*$")  # the sentence ends with a question mark
-SPEAKER = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s")  # a transcript turn's "Project Manager: "
 _NUMBER_WORDS = frozenset(
     "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds thousand"
     " thousands million millions billion billions dozen dozens".split()

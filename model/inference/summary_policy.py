@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ingest.segment import SPEAKER
 from model.inference.passages import DocumentText
-from model.inference.sentences import SPEAKER
 
 POLICY_FILE = "summary_policy.json"
 _SYMBOL = re.compile(r"[^\w]")
