@@ -66,7 +66,7 @@ from model.inference.lexical import (
 )
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
-from model.inference.sentences import FIGURE, QUESTION, WHOLE, counted_text, counted_word, sentence_kinds
+from model.inference.sentences import DATE, FIGURE, QUESTION, WHOLE, counted_text, counted_word, sentence_kinds
 from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
 from model.network.minilm import DIM as DENSE_DIM
@@ -82,6 +82,7 @@ _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total reve
     r"percentage|share|value|size|level|rate|price|cost)s?\b|what percent)",
     re.IGNORECASE,
 )
+_ASKS_DATE = re.compile(r"\s*(?:when\b|(?:in )?(?:what|which) year\b)", re.IGNORECASE)  # "When was …", "What year …"
 MAX_NAME_SHARE = 0.05  # a name, not a topic: in under this share of its document's own sentences (S2ORC: 12 %)
 _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with its possessive ("Acme's")
 _POSSESSIVE = re.compile(r"['\u2019]s$")
@@ -413,9 +414,9 @@ class CollectionIndex:
 
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 10's sentence kinds lacked the bit of a sentence that asks a question, read here from
-    ``document`` (the one the index was built from) with the words the sentences' figures count; None for any other
-    format, or when the document's sentences are not the index's."""
+    document again: format 10's sentence kinds lacked the bits of a sentence that asks and one that gives a date, read
+    here from ``document`` (the one the index was built from) with the words the sentences' figures count; None for
+    any other format, or when the document's sentences are not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
     texts = [document.sentence_text(i) for i in range(len(document.sentences))]
@@ -526,6 +527,7 @@ class Question:
     # ids of the capitalised words (the first aside) of a question that asks nothing but what they name is or does
     # (``_OVERVIEW_WORDS``): the names its introducing sentences hold (:func:`lead_sentences`)
     total: Total = field(default=alone, repr=False, compare=False)  # the index is a shard: sums over the shards
+    asks_date: bool = False  # "When …", "What year …": the cited sentence should give a date
     _counted: tuple[CollectionIndex, Frequencies, torch.Tensor] | None = field(default=None, repr=False, compare=False)
 
     def frequencies(self, index: CollectionIndex) -> Frequencies:
@@ -597,6 +599,7 @@ class Question:
             _name_words([m for m in _NAME.finditer(about) if m.start() > 0]),
             _overview_names(question),
             total,
+            _ASKS_DATE.match(question) is not None,
         )
 
 
@@ -837,7 +840,8 @@ def best_sentence(
     score's match, semantic, lexical and sentence terms over the passage's sentences (the lexical term's word
     frequencies counted over the index's passages), among its whole sentences if any (not a heading, a web address
     or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
-    employees …"), among those that quote one if any (a citation mark "[44]" is none) — and among those, the
+    employees …"), among those that quote one if any (a citation mark "[44]" is none), when it asks when ("When was
+    …", "What year …"), among the whole ones that give a date if any — and among those, the
     ``chosen`` ones ((S,) bool: :func:`counting_sentences`, :func:`lead_sentences`) if any. A sentence that asks a
     question is answered by what follows it: the passage's next whole sentence that asks none is cited instead (a
     meeting's "Has HEFCW done any assessment …?" then the reply; an FAQ's question then its answer)."""
@@ -858,6 +862,10 @@ def best_sentence(
         figures = (kind & FIGURE) > 0
         if (figures & whole).any() or (figures.any() and not whole.any()):
             score = score.masked_fill(~figures, float("-inf"))
+    if question.asks_date:  # "When was the charter established?": "… signed into law … on April 17, 1982"
+        dates = (kind & DATE) > 0
+        if (dates & whole).any():
+            score = score.masked_fill(~(dates & whole), float("-inf"))
     preferred = torch.isfinite(score) & (chosen[first:last] if chosen is not None else False)
     if preferred.any():
         score = score.masked_fill(~preferred, float("-inf"))

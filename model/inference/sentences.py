@@ -1,7 +1,8 @@
 """What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment (a lead-in
 ending with a colon is one: what answers is the list after it), whether it quotes a figure, whether it asks a
-question, and what its figures count. The answer path cites whole sentences first, a sentence quoting a figure for
-"How many …", and first of all one whose figure counts what the question asks about; for a sentence that asks (a
+question, whether it gives a date (a year, a day of a month), and what its figures count. The answer path cites
+whole sentences first, a sentence quoting a figure for "How many …" and one giving a date for "When …", and first of
+all one whose figure counts what the question asks about; for a sentence that asks (a
 meeting's "Has HEFCW done any assessment …?", an FAQ's "What are the eligibility requirements?") it cites the
 answer after it.
 
@@ -32,7 +33,7 @@ import numpy as np
 from ingest.segment import SPEAKER
 
 MIN_WORDS = 4  # a whole sentence has at least this many words
-WHOLE, FIGURE, QUESTION = 1, 2, 4  # the bits of a sentence's kind
+WHOLE, FIGURE, QUESTION, DATE = 1, 2, 4, 8  # the bits of a sentence's kind
 COUNT_AFTER, COUNT_BEFORE = 4, 2  # words after and before a figure that it counts or labels
 
 _ADDRESS = re.compile(r"\S*(?:https?://|www\.|\w\.(?:com|org|net|edu|gov|io)\b|\w/\w)\S*", re.IGNORECASE)
@@ -41,6 +42,10 @@ _WORD = re.compile(r"[^\W_]+")
 _FIGURE = re.compile(r"(?<!\w)\d")  # a number's first digit, not stuck to a word before it
 _FIGURE_TOKEN = re.compile(r"[(\[$€£]*\d")  # a whitespace token that is a figure
 _ASKS = re.compile(r"\?[\s\"'”’)\]]*$")  # the sentence ends with a question mark
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_DATE = re.compile(
+    rf"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w.,]\d)|{_MONTH} \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}"
+)  # 1982, April 17
 _NUMBER_WORDS = frozenset(
     "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds thousand"
     " thousands million millions billion billions dozen dozens".split()
@@ -59,7 +64,8 @@ def sentence_kind(text: str) -> int:
     """The kind bits of one sentence's text."""
     plain = _CITATION.sub(" ", _ADDRESS.sub(" ", SPEAKER.sub("", text, count=1)))  # a speaker's name says nothing
     kind = WHOLE if len(_WORD.findall(plain)) >= MIN_WORDS and not text.rstrip().endswith(":") else 0
-    return kind | (FIGURE if _FIGURE.search(plain) else 0) | (QUESTION if _ASKS.search(text) else 0)
+    kind |= FIGURE if _FIGURE.search(plain) else 0
+    return kind | (QUESTION if _ASKS.search(text) else 0) | (DATE if _DATE.search(plain) else 0)
 
 
 def sentence_kinds(texts: Sequence[str]) -> np.ndarray:

@@ -155,10 +155,10 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
 def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding(
     services: Services, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Indexes stored by the format before (10: no sentence kind said whether a sentence asks) are not encoded
-    again: each gains its sentence kinds and the words its figures count anew, read from its document's sentences
-    (the same as a fresh encoding gives), its store files move to this format's folder, and the previous folder
-    goes once it is empty."""
+    """Indexes stored by the format before (10: no sentence kind said whether a sentence asks or gives a date) are
+    not encoded again: each gains its sentence kinds and the words its figures count anew, read from its document's
+    sentences (the same as a fresh encoding gives), its store files move to this format's folder, and the previous
+    folder goes once it is empty."""
     import numpy as np
 
     from model.inference.qa import FORMAT
@@ -628,3 +628,26 @@ def test_a_sentence_that_asks_is_answered_by_the_sentence_after_it(checkpoint: P
     only = CollectionIndex.build(model, [document_text("asks", turns[0], "Questions")])
     (alone,) = ranked_hits(model, only, Question.encode(model, asked, only))
     assert alone.sentence == 0
+
+
+def test_a_question_asking_when_cites_the_sentence_that_gives_a_date(checkpoint: Path) -> None:
+    """ "When was the charter of rights established?" cites the passage's sentence that gives a date, not the one
+    that repeats the question's words; without the date rule the other is cited."""
+    from model.inference.qa import Question, best_sentence, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    text = (
+        "The charter of rights was established to protect the rights of every citizen of the country. "
+        "It became law on April 17, 1982, with the rest of the act."
+    )
+    index = CollectionIndex.build(model, [document_text("charter", text, "The charter")])
+    spans = index.sentence_spans.tolist()
+    question = Question.encode(model, "When was the charter of rights established?", index)
+    assert question.asks_date
+    hit = next(iter(ranked_hits(model, index, question)))
+    a, b = spans[hit.sentence]
+    assert text[a:b].startswith("It became law on April 17, 1982"), text[a:b]
+    question.asks_date = False
+    a, b = spans[best_sentence(model, index, question, hit.passage)]
+    assert text[a:b].startswith("The charter of rights was established"), text[a:b]

@@ -1,19 +1,33 @@
-"""What a sentence is (``model.inference.sentences``): whole or a fragment, whether it quotes a figure or asks a
-question, and what its figures count."""
+"""What a sentence is (``model.inference.sentences``): whole or a fragment, whether it quotes a figure, asks a
+question or gives a date, and what its figures count."""
 
 from __future__ import annotations
 
 import pytest
 
 from model.inference.lexical import word_ids
-from model.inference.sentences import FIGURE, QUESTION, WHOLE, counted_text, counted_word, sentence_kind, sentence_kinds
+from model.inference.sentences import (
+    DATE,
+    FIGURE,
+    QUESTION,
+    WHOLE,
+    counted_text,
+    counted_word,
+    sentence_kind,
+    sentence_kinds,
+)
 
 
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
-        ("As of December 31, 2020, we had approximately 3,950 full-time employees.", WHOLE | FIGURE),
-        ("Total net sales (2018: 265,595; 2019: 280,522)", WHOLE | FIGURE),
+        ("As of December 31, 2020, we had approximately 3,950 full-time employees.", WHOLE | FIGURE | DATE),
+        ("Total net sales (2018: 265,595; 2019: 280,522)", WHOLE | FIGURE | DATE),
+        ("The Charter was signed into law on April 17 , 1982 .", WHOLE | FIGURE | DATE),
+        ("On 5 May the board met again.", WHOLE | FIGURE | DATE),
+        ("In 1,982 cases the rule held.", WHOLE | FIGURE),  # a count, not a year
+        ("See section 2019.5 of the law.", WHOLE | FIGURE),
+        ("May I ask you something about it?", WHOLE | QUESTION),  # a month's name alone is no date
         ("Margins rose to 12.5% of revenue.", WHOLE | FIGURE),
         ("Revenue was $4.2 billion this year.", WHOLE | FIGURE),
         ("We also maintain employee networks.", WHOLE),
