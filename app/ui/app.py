@@ -57,7 +57,13 @@ def build_app(services: Services) -> gr.Blocks:
             api_visibility="private",
             show_progress="hidden",
         )
-        app.load(bind(refresh, services), [library.collection, ask.collections], views, api_name="refresh")
+        app.load(  # no overlay over the choices it fills: a click on them would wait for it
+            bind(refresh, services),
+            [library.collection, ask.collections],
+            views,
+            api_name="refresh",
+            show_progress="hidden",
+        )
         library.collection.change(
             bind(documents_table, services), library.collection, library.documents, api_name="documents"
         )

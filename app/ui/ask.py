@@ -17,7 +17,7 @@ import pandas as pd
 from app.services import Services, UserError
 from app.services.ask import GenerationFailed
 from app.services.library import Evidence, cited_as
-from app.ui.common import PRIVATE, bind, escape_markdown, fail, user_of
+from app.ui.common import IN_STEP, PRIVATE, bind, escape_markdown, fail, user_of
 
 CITATION_COLUMNS = ["rank", "document", "page", "quoted sentence", "score"]
 NO_SESSION = 0  # the session dropdown's value for "answers are not kept in a session"
@@ -320,7 +320,7 @@ def ask_tab(services: Services, app: gr.Blocks) -> AskTab:
             export_file = gr.HTML(elem_id="export-file")
         session_status = gr.Markdown(elem_id="session-status")
     session_views = [session, session_id, history]
-    app.load(bind(reopen_last_session, services), None, [*session_views, collections], **PRIVATE)
+    app.load(bind(reopen_last_session, services), None, [*session_views, collections], **IN_STEP)
     session.input(bind(show_sessions, services), session, session_views, **PRIVATE)
     session.input(lambda: gr.update(visible=False), None, confirm_row, **PRIVATE)  # a Delete asked of another
     new.click(bind(new_session, services), session_name, [*session_views, session_status], **PRIVATE)

@@ -18,3 +18,12 @@ def test_keeping_the_summarize_choices_in_step_never_covers_them(tmp_path: Path)
     refills = [d for d in config["dependencies"] if "summary-documents" in {elem_ids.get(o) for o in d["outputs"]}]
     assert len(refills) == 5  # tab select, Library collection change, collection input, after ingest, after delete
     assert {d["show_progress"] for d in refills} == {"hidden"}
+
+
+def test_the_page_load_fills_the_choices_without_covering_them(tmp_path: Path) -> None:
+    """The events of the page's load (the library's views, the last session reopened) fill the collection choices
+    the tests and users click first: no loading overlay over them."""
+    config = build_app(Services(tmp_path / "library")).get_config_file()
+    loads = [d for d in config["dependencies"] if any(event == "load" for _, event in d["targets"])]
+    assert len(loads) == 2
+    assert {d["show_progress"] for d in loads} == {"hidden"}
