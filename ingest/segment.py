@@ -88,10 +88,10 @@ _INLINE = re.compile(
     re.IGNORECASE,
 )
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
-# A caption's first words: "Figure 4: …", "Table 2. Usage …" (not "Fig. 2.a where …", nor "Fig. 2." ending a sentence)
-# the speaker of a transcript's turn: "Project Manager: " of "Project Manager: So", "Sian Gwenllian AM: " of "Sian
+# The speaker of a transcript's turn: "Project Manager: " of "Project Manager: So", "Sian Gwenllian AM: " of "Sian
 # Gwenllian AM: Has HEFCW …" (up to five capitalised words and a colon)
 SPEAKER = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s")
+# A caption's first words: "Figure 4: …", "Table 2. Usage …" (not "Fig. 2.a where …", nor "Fig. 2." ending a sentence)
 CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+(?::|\.(?= [A-Z]))")
 # A sentence ends at . ! ? … before a capital or digit (a footnote mark glued to a word's full stop, "writing.1 The",
 # stays with its sentence), at a full stop after a lower-case word before a lower-case word ("documents. papermage

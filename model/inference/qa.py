@@ -841,10 +841,10 @@ def best_sentence(
     frequencies counted over the index's passages), among its whole sentences if any (not a heading, a web address
     or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
     employees …"), among those that quote one if any (a citation mark "[44]" is none), when it asks when ("When was
-    …", "What year …"), among the whole ones that give a date if any — and among those, the
-    ``chosen`` ones ((S,) bool: :func:`counting_sentences`, :func:`lead_sentences`) if any. A sentence that asks a
-    question is answered by what follows it: the passage's next whole sentence that asks none is cited instead (a
-    meeting's "Has HEFCW done any assessment …?" then the reply; an FAQ's question then its answer)."""
+    …", "What year …"), among the whole ones that give a date if any — and among those, the ``chosen`` ones ((S,)
+    bool: :func:`counting_sentences`, :func:`lead_sentences`) if any. A sentence that asks a question is answered
+    by what follows it: the passage's next whole sentence that asks none is cited instead (a meeting's "Has HEFCW
+    done any assessment …?" then the reply; an FAQ's question then its answer)."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
     bags = index.sentence_tokens.slice(first, last)
     match = match_scores(model.net, question.similarity, bags, question.idf(index))
@@ -856,25 +856,26 @@ def best_sentence(
     score = score + w.sentence * _zscore(dense)
     kind = index.sentence_kind[first:last]
     whole = (kind & WHOLE) > 0
-    if whole.any():  # never a fragment ("Non-standard.", a lone heading) when the passage has a sentence
-        score = score.masked_fill(~whole, float("-inf"))
+    score = _among(score, whole)  # never a fragment ("Non-standard.", a lone heading) when the passage has a sentence
     if question.asks_figure:  # not "We also maintain employee networks." beside the head count
-        figures = (kind & FIGURE) > 0
-        if (figures & whole).any() or (figures.any() and not whole.any()):
-            score = score.masked_fill(~figures, float("-inf"))
+        score = _among(score, (kind & FIGURE) > 0)
     if question.asks_date:  # "When was the charter established?": "… signed into law … on April 17, 1982"
-        dates = (kind & DATE) > 0
-        if (dates & whole).any():
-            score = score.masked_fill(~(dates & whole), float("-inf"))
-    preferred = torch.isfinite(score) & (chosen[first:last] if chosen is not None else False)
-    if preferred.any():
-        score = score.masked_fill(~preferred, float("-inf"))
+        score = _among(score, ((kind & DATE) > 0) & whole)
+    if chosen is not None:
+        score = _among(score, chosen[first:last])
     best = int(score.argmax())
     if kind[best] & QUESTION:
         answers = torch.nonzero(whole[best + 1 :] & ((kind[best + 1 :] & QUESTION) == 0)).flatten()  # (n,)
         if answers.numel():
             best += 1 + int(answers[0])
     return first + best
+
+
+def _among(score: torch.Tensor, wanted: torch.Tensor) -> torch.Tensor:
+    """``score`` (n,) left to the candidates still in it (finite) that are ``wanted`` (n,) bool, when there are any;
+    else unchanged."""
+    keep = torch.isfinite(score) & wanted
+    return score.masked_fill(~keep, float("-inf")) if keep.any() else score
 
 
 def question_coverage(index: CollectionIndex, question: Question, passage: int) -> float:

@@ -2,9 +2,8 @@
 ending with a colon is one: what answers is the list after it), whether it quotes a figure, whether it asks a
 question, whether it gives a date (a year, a day of a month), and what its figures count. The answer path cites
 whole sentences first, a sentence quoting a figure for "How many …" and one giving a date for "When …", and first of
-all one whose figure counts what the question asks about; for a sentence that asks (a
-meeting's "Has HEFCW done any assessment …?", an FAQ's "What are the eligibility requirements?") it cites the
-answer after it.
+all one whose figure counts what the question asks about; for a sentence that asks (a meeting's "Has HEFCW done any
+assessment …?", an FAQ's "What are the eligibility requirements?") it cites the answer after it.
 
 A word is a run of letters or digits that is not part of a web address ("github.com/allenai/papermage" is none),
 not a citation mark and not the speaker of a transcript's turn ("Marketing: Okay ." is a fragment); a figure is a
