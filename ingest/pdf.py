@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
@@ -33,6 +34,8 @@ _GENERIC_TITLE = re.compile(
     r"|\.(?:docx?|pdf|tex|dvi|indd|qxd|rtf|odt|pptx?)$"
     r"|^(?:[\w-]+ )*template(?: - \w+)?$"  # "Proceedings Template - WORD"
 )
+# What a scanned page's picture can be drawn as; a page of only text and paths holds no scan.
+_SCAN_OBJECTS = (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_FORM)
 # A filing's cover page names the company on the line above this one.
 _REGISTRANT = re.compile(r"(?im)^\s*\(exact name of (?:the )?registrant as specified in its charter\)")
 
@@ -61,7 +64,7 @@ class PdfText:
     warnings: list[str] = field(default_factory=list)
     unreadable: list[int] = field(default_factory=list)  # page numbers whose text layer is glyph names
     flawed: list[int] = field(default_factory=list)  # page numbers whose words are split or fused
-    blank: list[int] = field(default_factory=list)  # page numbers with nothing on them (no text, image or drawing)
+    blank: list[int] = field(default_factory=list)  # page numbers with no text and nothing a scan could be (no image)
 
 
 class _Collector(logging.Handler):
@@ -149,7 +152,8 @@ def _read_pypdf(data: bytes, source: str, password: str | None) -> PdfText:
 
 def _pdfium_pages(data: bytes, password: str | None) -> tuple[list[str], list[int]] | None:
     """Every page's text as pdfium extracts it, line breaks and hyphens as pypdf writes them, and the numbers of the
-    pages with no object at all (blank: not a scan); None when pdfium cannot open the file."""
+    pages holding no image or form (blank, not a scan: nothing, or only drawn rules, as a printed web page's page
+    break leaves); None when pdfium cannot open the file."""
     try:
         document = pdfium.PdfDocument(data, password=password)
     except pdfium.PdfiumError:
@@ -160,7 +164,7 @@ def _pdfium_pages(data: bytes, password: str | None) -> tuple[list[str], list[in
             try:
                 page = document[index]
                 text = page.get_textpage().get_text_bounded()
-                if next(page.get_objects(max_depth=1), None) is None:
+                if not any(o.type in _SCAN_OBJECTS for o in page.get_objects(max_depth=1)):
                     blank.append(index + 1)
             except pdfium.PdfiumError:
                 text = ""

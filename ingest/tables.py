@@ -4,8 +4,8 @@ A PDF's text layer gives a financial statement as lines such as ``Total net sale
 header line ``Year Ended December 31, 2017 2018 2019``. Read alone, the row does not say which figure is 2019's, so a
 question about "net sales in 2019" can neither match it nor be answered by quoting it. Each such row is rewritten with
 its column labels (``Total net sales (2017: 251,004; 2018: 265,595; 2019: 280,522)``), one row per line, and the row
-is quoted whole when cited. A row is rewritten only when a header line above it in the same table gives exactly as
-many column labels as the row has figures; anything else is left as extracted.
+is quoted whole when cited. A row is rewritten only when a header above it in the same table gives exactly as many
+column labels as the row has figures; anything else is left as extracted.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ _MONTH = re.compile(r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a
 MAX_LABEL_WORDS = 12  # a row's label: "Net cash provided by (used in) operating activities"
 MAX_GAP_WORDS = 6  # a line inside a table that is neither a row nor a header: "Operating expenses:"
 MAX_GROUP_WORDS = 4  # one column label: "Three Months Ended", "Fourth Quarter"
+MAX_CELL_WORDS = 6  # a header's cells printed a line each: "January 29,", "2023", "Three Months Ended"
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ def column_labels(line: str) -> list[str]:
     """The column labels that end a header line: years (with their month and day when given), quarter-like codes, or
     groups of words that end alike ("First Quarter … Fourth Quarter"); [] when the line ends otherwise."""
     tokens = line.split()
+    if not tokens:
+        return []
     years = [i for i, token in enumerate(tokens) if _YEAR.fullmatch(token.strip(",:"))]
     tail = tokens[years[0] :] if years else []
     if len(years) >= 2 and all(_YEAR.fullmatch(t.strip(",:")) or _MONTH.fullmatch(t) for t in tail):
@@ -88,23 +91,45 @@ def column_labels(line: str) -> list[str]:
 
 def label_rows(lines: list[str]) -> tuple[list[str], set[int]]:
     """``lines`` (one page, in order) with each table row that has a header rewritten as ``label (column: figure;
-    …)``, and the indices of the rewritten lines (each to stay a line of its own)."""
+    …)``, and the indices of the rewritten lines (each to stay a line of its own). A header may come a cell per
+    line ("Year Ended", "January 29,", "2023", …, as a web page printed to PDF gives it), and under a line of column
+    groups ("Three Months Ended Nine Months Ended"): each group's label then heads its share of the columns."""
     out = list(lines)
     rewritten: set[int] = set()
     labels: list[str] = []
+    groups: list[str] = []  # the header line that a header given a cell per line below it subdivides
+    run: list[str] = []  # the short lines since the last header line or row: a header's cells, a line each
     gap = 0
     for i, line in enumerate(lines):
         header = column_labels(line)
-        row = None if header else parse_row(line)
+        if header:
+            labels = groups = header
+            gap, run = 0, []
+            continue
+        row = parse_row(line)
+        if row is None and len(line.split()) <= MAX_CELL_WORDS:
+            run.append(line)
+            cells = column_labels(" ".join(run))
+            if cells:
+                labels, gap = _under(groups, cells), 0
+                continue
+        else:
+            run, groups = [], []
         if row is not None and labels and len(row.cells) == len(labels):
             pairs = "; ".join(f"{label}: {cell}" for label, cell in zip(labels, row.cells, strict=True))
             out[i] = f"{row.label} ({pairs})"
             rewritten.add(i)
             gap = 0
-        elif header:
-            labels, gap = header, 0
         elif row is None:
             gap += 1
             if len(line.split()) > MAX_GAP_WORDS or gap > 2:
                 labels = []
     return out, rewritten
+
+
+def _under(groups: list[str], columns: list[str]) -> list[str]:
+    """``columns`` under their ``groups`` (an equal share each, in order), or as they are when they do not divide."""
+    if not groups or len(columns) % len(groups):
+        return columns
+    share = len(columns) // len(groups)
+    return [f"{groups[n // share]} {column}" for n, column in enumerate(columns)]

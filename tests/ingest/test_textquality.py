@@ -41,3 +41,15 @@ def test_glyph_names_make_a_page_unreadable_but_other_scripts_do_not() -> None:
     quality = measure(arabic)
     assert not quality.unreadable and not quality.flawed
     assert not measure("Der Bericht nennt die Umsätze und die Zahl der Mitarbeiter des Jahres. " * 5).flawed
+
+
+def test_possessives_hyphenated_codes_and_compounds_are_not_flawed() -> None:
+    """An exhibit index of a 10-K printed to PDF: "Officer's", "Regulation S-K", "herewith", "bylaws" are words
+    as written; "bythe" and "Th e" still count."""
+    exhibits = (
+        "Certification of Chief Executive Officer's and Trustee's reports pursuant to Regulation S-K. "
+        "Filed herewith; the Company hereby undertakes to furnish its bylaws. "
+    ) * 3
+    quality = measure(exhibits)
+    assert (quality.split, quality.fused) == (0, 0) and not quality.flawed
+    assert (measure("bythe way").fused, measure("Th e total").split) == (1, 1)

@@ -67,6 +67,18 @@ def test_kinds_are_one_small_integer_per_sentence() -> None:
         ("As of December 31, 2020, we had approximately 3,950 full-time employees, of whom most", "employees", ""),
         ("Total net sales (2018: 265,595; 2019: 280,522)", "sales", ""),  # a table row's label
         ("Employees 3,950", "employees", ""),
+        (
+            "Total net sales (Three Months Ended June 29, 2024: 85,777; Nine Months Ended June 29, 2024: 296,105)",
+            "sales",
+            "",
+        ),
+        ("Net cash provided by (used in) operating activities (2023: (1,200); 2024: 3,400)", "operating", ""),
+        (
+            "In 2012, our shareholders approved the NVIDIA Corporation 2012 Employee Stock Purchase Plan.",
+            "",
+            "employee",
+        ),
+        ("We recruited 2000 participants online.", "participants", ""),
         ("The model has eight layers.", "layers", ""),  # a number word
         ("One of the papers was late.", "", "papers"),  # "one" counts nothing
         ("This follows earlier work [44] on papers.", "", "papers"),  # a citation mark is no figure
