@@ -78,8 +78,10 @@ def column_labels(line: str) -> list[str]:
         short += 1
     if short >= 2:
         return tokens[len(tokens) - short :]
+    last = tokens[-1].lower()
+    if not last.isalpha():  # groups end in a word ("Quarter", "Ended"), not in a figure: "100.0 % 100.0 %" is a row
+        return []
     for width in range(2, MAX_GROUP_WORDS + 1):
-        last = tokens[-1].lower()
         count = 0
         while (count + 1) * width <= len(tokens) and tokens[-1 - count * width].lower() == last:
             count += 1
@@ -99,22 +101,24 @@ def label_rows(lines: list[str]) -> tuple[list[str], set[int]]:
     labels: list[str] = []
     groups: list[str] = []  # the header line that a header given a cell per line below it subdivides
     run: list[str] = []  # the short lines since the last header line or row: a header's cells, a line each
+    cells: list[str] = []  # the labels those lines gave so far (a later line may only add to them)
     gap = 0
     for i, line in enumerate(lines):
         header = column_labels(line)
         if header:
             labels = groups = header
-            gap, run = 0, []
+            gap, run, cells = 0, [], []
             continue
         row = parse_row(line)
         if row is None and len(line.split()) <= MAX_CELL_WORDS:
             run.append(line)
-            cells = column_labels(" ".join(run))
-            if cells:
+            more = column_labels(" ".join(run))
+            if len(more) > len(cells) and more[: len(cells)] == cells:  # not "2023 ASSETS:" from the line after
+                cells = more
                 labels, gap = _under(groups, cells), 0
                 continue
         else:
-            run, groups = [], []
+            run, groups, cells = [], [], []
         if row is not None and labels and len(row.cells) == len(labels):
             pairs = "; ".join(f"{label}: {cell}" for label, cell in zip(labels, row.cells, strict=True))
             out[i] = f"{row.label} ({pairs})"

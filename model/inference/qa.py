@@ -793,7 +793,8 @@ def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tens
     sentence holds the question's subject words ("S2ORC": not "MAG contained 213M papers" for "How many papers does
     S2ORC contain?") — or, when no sentence does, its passage does, whose word bag holds its document's title ("How
     many participants completed the Paper Plain study?": "A total of 12 participants completed the study" in the
-    Paper Plain paper).  → (S,) bool"""
+    Paper Plain paper) — or, when no passage does, its document does (a call transcript titled "AMZN Q2 2025
+    Earnings Call" whose turns say "Amazon": "We deployed our 1 millionth robot …").  → (S,) bool"""
     sentences = index.sentence_words.lengths.shape[0]
     found = torch.zeros(sentences, dtype=torch.bool)
     if question.counted.numel() == 0:
@@ -802,9 +803,18 @@ def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tens
     found[counted.owner[counted.entries(question.counted)]] = True
     if question.subject.numel() == 0:
         return found
-    for bags, owner in ((index.sentence_words, None), (index.passage_words, index.sentence_passage)):
-        holds = holding_all(bags, question.subject)
-        subject = found & (holds if owner is None else holds[owner])
+    in_passage = holding_all(index.passage_words, question.subject)  # (P,)
+    in_document = torch.ones(len(index.document_ids), dtype=torch.bool)  # (D,) each subject word somewhere in it
+    for word in question.subject:
+        held = torch.zeros_like(in_document)
+        held[index.passage_document[index.passage_words.owner[index.passage_words.entries(word.reshape(1))]]] = True
+        in_document &= held
+    for holds in (
+        holding_all(index.sentence_words, question.subject),
+        in_passage[index.sentence_passage],
+        in_document[index.sentence_document],
+    ):
+        subject = found & holds
         if question.total(subject.any().double().reshape(1)) > 0:  # over every shard: the same rule on each
             return subject
     return subject

@@ -7,8 +7,8 @@ assessment …?", an FAQ's "What are the eligibility requirements?") it cites th
 
 A word is a run of letters or digits that is not part of a web address ("github.com/allenai/papermage" is none),
 not a citation mark and not the speaker of a transcript's turn ("Marketing: Okay ." is a fragment); a figure is a
-number standing alone ("3,950", "$280,522", "12.5%", "2019"), never a citation mark ("[44]", "[3, 7–9]") nor a
-footnote mark stuck to a word ("networks20", "papermage1").
+number standing alone ("3,950", "$280,522", "12.5%"), never a citation mark ("[44]", "[3, 7–9]") nor a footnote
+mark stuck to a word ("networks20", "papermage1"); a year alone ("In 2026, …") gives a date and quotes no figure.
 
     kinds = sentence_kinds(["We had 3,950 employees.", "§ github.com/allenai/papermage1"])
     kinds & WHOLE, kinds & FIGURE                                  # → [1, 0], [2, 0]
@@ -43,9 +43,8 @@ _FIGURE = re.compile(r"(?<!\w)\d")  # a number's first digit, not stuck to a wor
 _FIGURE_TOKEN = re.compile(r"[(\[$€£]*\d")  # a whitespace token that is a figure
 _ASKS = re.compile(r"\?[\s\"'”’)\]]*$")  # the sentence ends with a question mark
 _MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
-_DATE = re.compile(
-    rf"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w.,]\d)|{_MONTH} \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}"
-)  # 1982, April 17
+_YEAR_ALONE = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w.,]\d)")  # 1982; not 1,982 nor 2019.5
+_DATE = re.compile(rf"{_YEAR_ALONE.pattern}|{_MONTH} \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}")  # 1982, April 17
 _YEAR = re.compile(r"\(?(?:19|20)\d\d\)?[,;:.]?")  # a year standing as a token: "2012", "(2023)", "2023,"
 # A table row as ingest writes it (``ingest.tables``): "Total net sales (2018: 265,595; 2019: 280,522)".
 _ROW = re.compile(r"(.+?) \((?:[^;:()]+: [^;]+; )*[^;:()]+: [^;]+\)")
@@ -67,7 +66,7 @@ def sentence_kind(text: str) -> int:
     """The kind bits of one sentence's text."""
     plain = _CITATION.sub(" ", _ADDRESS.sub(" ", SPEAKER.sub("", text, count=1)))  # a speaker's name says nothing
     kind = WHOLE if len(_WORD.findall(plain)) >= MIN_WORDS and not text.rstrip().endswith(":") else 0
-    kind |= FIGURE if _FIGURE.search(plain) else 0
+    kind |= FIGURE if _FIGURE.search(_YEAR_ALONE.sub(" ", plain)) else 0  # a year alone quotes no amount
     return kind | (QUESTION if _ASKS.search(text) else 0) | (DATE if _DATE.search(plain) else 0)
 
 

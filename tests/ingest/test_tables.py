@@ -28,6 +28,7 @@ from ingest.tables import column_labels, label_rows, parse_row
         ("Q1 Q2 Q3 Q4", ["Q1", "Q2", "Q3", "Q4"]),
         ("We sell routers in 60 countries", []),
         ("Total net sales 88,400 97,250", []),
+        ("Revenue 100.0 % 100.0 %", []),  # a row of percentages, not two column groups
     ],
 )
 def test_column_labels(line: str, labels: list[str]) -> None:

@@ -23,6 +23,7 @@ from model.inference.sentences import (
     [
         ("As of December 31, 2020, we had approximately 3,950 full-time employees.", WHOLE | FIGURE | DATE),
         ("Total net sales (2018: 265,595; 2019: 280,522)", WHOLE | FIGURE | DATE),
+        ("Looking out to 2026, we expect a further increase in CapEx.", WHOLE | DATE),  # a year quotes no amount
         ("The Charter was signed into law on April 17 , 1982 .", WHOLE | FIGURE | DATE),
         ("On 5 May the board met again.", WHOLE | FIGURE | DATE),
         ("In 1,982 cases the rule held.", WHOLE | FIGURE),  # a count, not a year
