@@ -20,7 +20,8 @@ What a figure counts: the words after it up to ``COUNT_AFTER`` ("9,280 expert-au
 annotators") and the words before it up to ``COUNT_BEFORE`` (a label: "Employees 3,950"), never past the end of its
 phrase (a word ending in , ; : . ) ! ?); a table row's figures count its label ("Total net sales (2019: 280,522)"). A
 year counts nothing ("In 2012, …", "the 2012 Employee Stock Purchase Plan") unless a lower-case word follows it
-("2000 participants"). Number words count as figures here ("eight layers"), "one" aside ("one of the …").
+("2000 participants"), nor does the number of a part of the document ("Note 16 - Employee Retirement Plans").
+Number words count as figures here ("eight layers"), "one" aside ("one of the …").
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ _DATE = re.compile(rf"{_YEAR_ALONE.pattern}|{_MONTH} \d{{1,2}}\b|\b\d{{1,2}} {_M
 _YEAR = re.compile(r"\(?(?:19|20)\d\d\)?[,;:.]?")  # a year standing as a token: "2012", "(2023)", "2023,"
 # A table row as ingest writes it (``ingest.tables``): "Total net sales (2018: 265,595; 2019: 280,522)".
 _ROW = re.compile(r"(.+?) \((?:[^;:()]+: [^;]+; )*[^;:()]+: [^;]+\)")
+# A figure after one of these numbers a part of the document, and counts nothing ("Note 16", "Item 7", "Table 1").
+_REFERENCE = frozenset("note item part section exhibit table figure fig chapter appendix schedule article page".split())
 _NUMBER_WORDS = frozenset(
     "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds thousand"
     " thousands million millions billion billions dozen dozens".split()
@@ -88,6 +91,8 @@ def counted_text(text: str) -> str:
     counted = []
     for i, token in enumerate(tokens):
         if not _is_figure(token):
+            continue
+        if i and tokens[i - 1].lower().rstrip(".") in _REFERENCE:  # "Note 16 - Employee Retirement Plans"
             continue
         if _YEAR.fullmatch(token):  # "In 2012, …", "the 2012 Employee Stock Purchase Plan": no count
             if i + 1 < len(tokens) and tokens[i + 1][:1].islower():  # "2000 participants" is one

@@ -80,6 +80,7 @@ def test_kinds_are_one_small_integer_per_sentence() -> None:
             "employee",
         ),
         ("We recruited 2000 participants online.", "participants", ""),
+        ("Note 16 - Employee Retirement Plans", "", "employee"),  # a note's number
         ("The model has eight layers.", "layers", ""),  # a number word
         ("One of the papers was late.", "", "papers"),  # "one" counts nothing
         ("This follows earlier work [44] on papers.", "", "papers"),  # a citation mark is no figure
