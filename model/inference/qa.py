@@ -79,8 +79,7 @@ RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a t
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
 _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total revenue …", "What were Oracle's total …"
     r"\s*(?:how (?:many|much|large|big|long|old|often)|what (?:(?:is|was|were|are) (?:the |\S+['\u2019]s )?)?"
-    r"(?:number|amount|total|"
-    r"percentage|share|value|size|level|rate|price|cost)s?\b|what percent)",
+    r"(?:number|amount|total|percentage|share|value|size|level|rate|price|cost)s?\b|what percent)",
     re.IGNORECASE,
 )
 _ASKS_DATE = re.compile(r"\s*(?:when\b|(?:in )?(?:what|which) year\b)", re.IGNORECASE)  # "When was …", "What year …"
@@ -417,9 +416,9 @@ class CollectionIndex:
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
     document again: format 11 read a year as a count ("the 2012 Employee Stock Purchase Plan" counted employees) and
-    a table row's columns as what its figures count; the words the sentences' figures count are read again here from
-    ``document`` (the one the index was built from), with the sentence kinds; None for any other format, or when the
-    document's sentences are not the index's."""
+    as a figure, and a table row's columns as what its figures count; the sentence kinds and the words the sentences'
+    figures count are read again here from ``document`` (the one the index was built from); None for any other
+    format, or when the document's sentences are not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
     texts = [document.sentence_text(i) for i in range(len(document.sentences))]
