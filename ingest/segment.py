@@ -120,6 +120,8 @@ _ABBREVIATIONS = {
     "Figs",
     "fig",
     "figs",
+    "FIG",  # patents: "FIG. 2 is a perspective view …"
+    "FIGS",
     "Eq",
     "Eqs",
     "eq",

@@ -17,9 +17,11 @@ does; ROUGE-L is the sentence-level LCS F-measure, stemmed, as rouge-score compu
 
 The policy's weights, redundancy threshold and minimum sentence length are chosen on the grid ``GRID`` by the best
 worst-domain margin: per domain, the mean ROUGE-L minus the better of LEAD's and LexRank's, and the policy whose
-smallest margin over the domains is largest. What generalises is reported by leaving each domain out in turn: the
-policy fitted on the other domains, scored on the one left out. The shipped policy is fitted on all of them (so
-its figures on the development sets are in-sample; the left-out figures are the ones to quote).
+smallest margin over the domains is largest; among the policies within ``MARGIN_TOLERANCE`` of that smallest
+margin (the smallest domain's noise), the one with the largest mean margin. What generalises is reported by leaving
+each domain out in turn: the policy fitted on the other domains, scored on the one left out. The shipped policy is
+fitted on all of them (so its figures on the development sets are in-sample; the left-out figures are the ones to
+quote).
 
 Sentence states are encoded once per checkpoint and cached under ``~/.cache/indexpool/summary_policy``.
 """
@@ -71,16 +73,19 @@ from model.research.evaluation.passages import document_text  # noqa: E402
 
 MIN_BODY_WORDS = 1000  # as model.research.training.train.load_corpus
 SIZES = {"scisumm_train": 100, "sumpubmed": 100, "qmsum_train": 80}
-GRID = {
-    "salience": (0.0, 0.5, 1.0),
-    "centrality": (0.0, 0.5),
-    "first_section": (0.0, 0.5, 1.0),
+GRID = {  # around the policy fitted before the lexrank and opening features (salience 1, lead 1, lexical 0.5)
+    "salience": (0.5, 1.0),
+    "centrality": (0.0,),
+    "first_section": (0.0,),
     "digits": (0.0, -0.25),
-    "lead": (0.0, 0.5, 1.0, 1.5, 2.0, 3.0),
-    "lexical": (0.0, 0.25, 0.5, 1.0),
-    "min_words": (3, 5, 8),
+    "lead": (0.5, 1.0, 1.5, 2.0, 3.0),
+    "opening": (0.0, 1.0, 2.0),
+    "lexical": (0.0, 0.5),
+    "lexrank": (0.0, 0.5, 1.0),
+    "min_words": (3, 5),
     "redundancy": (0.9, 1.01),  # 1.01: no redundancy filter (cosines are at most 1)
 }
+MARGIN_TOLERANCE = 0.002  # ROUGE-L: what 0.024 on one of the 12 news documents moves their mean
 
 
 @dataclass
@@ -243,8 +248,11 @@ def _domain_means(policy: SummaryPolicy) -> list[float]:
 
 
 def best_worst_margin(margins: np.ndarray, domains: Sequence[int]) -> int:
-    """The policy (row of ``margins`` (P, domains)) whose smallest margin over ``domains`` is largest."""
-    return int(np.argmax(margins[:, list(domains)].min(axis=1)))
+    """The policy (row of ``margins`` (P, domains)) whose smallest margin over ``domains`` is largest, or, among
+    those within ``MARGIN_TOLERANCE`` of it, the one whose mean margin is largest."""
+    worst = margins[:, list(domains)].min(axis=1)  # (P,)
+    mean = margins[:, list(domains)].mean(axis=1)  # (P,)
+    return int(np.argmax(np.where(worst >= worst.max() - MARGIN_TOLERANCE, mean, -np.inf)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -317,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     record = best.to_dict() | {
         "fit": {
             "script": "scripts/fit_summary_policy.py",
-            "objective": "largest smallest margin over the domains: mean ROUGE-L minus the better of LEAD and LexRank",
+            "objective": "largest smallest margin over the domains (mean ROUGE-L minus the better of LEAD and "
+            f"LexRank); within {MARGIN_TOLERANCE} of it, the largest mean margin",
             "grid": {k: list(v) for k, v in GRID.items()},
             "domains": report,
             "left_out_policies": {name: v["policy"] for name, v in left_out.items()},

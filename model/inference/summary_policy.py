@@ -5,7 +5,7 @@ plus its relative-position prior) and a unit embedding (``EvidenceHead.embed_spa
 sentences by
 
     score = w_sal · z(salience) + w_cent · z(centrality) + w_first · first_section + w_digits · z(digits)
-            + w_lead · lead + w_lex · z(lexical)
+            + w_lead · lead + w_open · opening + w_lex · z(lexical) + w_lexrank · z(lexrank)
 
 where ``z`` z-scores over the document's sentences and
 
@@ -16,8 +16,13 @@ where ``z`` z-scores over the document's sentences and
     digits          the share of digit characters in the sentence (tables, numbers and OCR debris score high)
     lead            1 for the sentences that start within the document's first ``budget_words`` words (what LEAD
                     would take), else 0: news and reports open with their summary, meetings and papers do not
+    opening         1 − (words before the sentence) / ``budget_words``, at least 0: the lead graded, 1 for the first
+                    sentence (a report's first sentence states what it is about)
     lexical         cos(tf-idf_i, mean of the document's tf-idf vectors), idf over the document's sentences:
                     centroid centrality in words (Radev et al. 2004), the lexical counterpart of ``centrality``
+    lexrank         the sentence's LexRank centrality (Erkan & Radev 2004): PageRank over the graph of the
+                    sentences' tf-idf cosines (those under 0.1 dropped), a sentence central to sentences that are
+                    central themselves (claims a patent restates, the points every hotel review makes)
 
 then ranks the sentences best first, skipping those under ``min_words`` words, lead-ins and lines of symbols
 (:func:`summary_words`) and those whose embedding cosine to one ranked before exceeds ``redundancy``; the
@@ -42,15 +47,18 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 
 from ingest.segment import SPEAKER
 from model.inference.passages import DocumentText
+from model.inference.summarizers import LexRank
 
 POLICY_FILE = "summary_policy.json"
 _SYMBOL = re.compile(r"[^\w]")
 _ENDS_SENTENCE = re.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*$")  # "… papers.", "… (2018).", "“… ready?”"
 PUNCTUATED = 0.5  # a document whose sentences mostly end like one: its unpunctuated lines are fragments
-FEATURES = ("salience", "centrality", "first_section", "digits", "lead", "lexical")
+FEATURES = ("salience", "centrality", "first_section", "digits", "lead", "opening", "lexical", "lexrank")
+GRAPH_ROWS = 1024  # rows of the tf-idf cosine graph computed at once (a long document's graph stays sparse)
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,9 @@ class SummaryPolicy:
     first_section: float = 0.0  # w_first: the sentence is in the first paragraph
     digits: float = 0.0  # w_digits: share of digit characters (z-scored)
     lead: float = 0.0  # w_lead: the sentence starts within the first budget_words words
+    opening: float = 0.0  # w_open: 1 - words before the sentence / budget_words, at least 0
     lexical: float = 0.0  # w_lex: tf-idf centroid cosine (z-scored)
+    lexrank: float = 0.0  # w_lexrank: LexRank centrality over the tf-idf cosine graph (z-scored)
     redundancy: float | None = None  # skip a sentence this similar to a chosen one; None: the checkpoint's
     min_words: int = 5  # skip shorter sentences
     checkpoint: str = ""  # weights_id of the checkpoint the policy was fitted for ("" : any)
@@ -112,17 +122,28 @@ def zscore(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / std if std > 1e-9 else np.zeros_like(x)
 
 
-def lexical_centrality(sentences: Sequence[str]) -> np.ndarray:
-    """cos(tf-idf of each sentence, mean tf-idf vector of the document) (S,); 0 for a sentence of stop words only."""
+def lexical_centrality(sentences: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Two centralities of each sentence in words (S,) each, 0 for a sentence of stop words only: cos(tf-idf of the
+    sentence, mean tf-idf vector of the document), and LexRank's (:meth:`LexRank.sparse_centrality` over the sentences'
+    tf-idf cosines, computed ``GRAPH_ROWS`` rows at a time, those under LexRank's threshold dropped)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     try:
         matrix = TfidfVectorizer(stop_words="english").fit_transform(sentences)  # (S, V) rows unit (or zero)
     except ValueError:  # no content word in the document
-        return np.zeros(len(sentences))
+        return np.zeros(len(sentences)), np.zeros(len(sentences))
     center = np.asarray(matrix.mean(axis=0)).ravel()  # (V,)
     center /= max(float(np.linalg.norm(center)), 1e-12)
-    return np.asarray(matrix @ center).ravel()
+    lexrank = LexRank()
+    blocks = []
+    for start in range(0, matrix.shape[0], GRAPH_ROWS):
+        block = (matrix[start : start + GRAPH_ROWS] @ matrix.T).tocsr()  # (rows, S) cosines
+        block.data[block.data < lexrank.threshold] = 0.0
+        block.eliminate_zeros()
+        blocks.append(block)
+    graph = sparse.vstack(blocks, format="csr")  # (S, S)
+    stop_words_only = np.asarray(matrix.sum(axis=1)).ravel() == 0
+    return np.asarray(matrix @ center).ravel(), np.where(stop_words_only, 0.0, lexrank.sparse_centrality(graph))
 
 
 def sentence_features(document: DocumentText, emb: np.ndarray, budget_words: int) -> dict[str, np.ndarray]:
@@ -133,12 +154,15 @@ def sentence_features(document: DocumentText, emb: np.ndarray, budget_words: int
     paragraph = document.paragraphs
     sentences = [" ".join(document.sentence_text(i).split()) for i in range(len(document.sentences))]
     before = np.cumsum([0] + [len(s.split()) for s in sentences])[:-1]  # (S,) words before each sentence
+    lexical, lexrank = lexical_centrality(sentences) if sentences else (np.zeros(0), np.zeros(0))
     return {
         "centrality": emb @ center,
         "first_section": (paragraph == paragraph.min()).astype(np.float64) if len(sentences) else np.zeros(0),
         "digits": np.array([sum(c.isdigit() for c in s) / max(len(s), 1) for s in sentences]),
         "lead": (before < budget_words).astype(np.float64),
-        "lexical": lexical_centrality(sentences) if sentences else np.zeros(0),
+        "opening": np.clip(1.0 - before / max(budget_words, 1), 0.0, None),
+        "lexical": lexical,
+        "lexrank": lexrank,
     }
 
 
@@ -153,8 +177,12 @@ def combined_scores(policy: SummaryPolicy, salience: np.ndarray, features: dict[
         score = score + policy.digits * zscore(features["digits"])
     if policy.lead:
         score = score + policy.lead * features["lead"]
+    if policy.opening:
+        score = score + policy.opening * features["opening"]
     if policy.lexical:
         score = score + policy.lexical * zscore(features["lexical"])
+    if policy.lexrank:
+        score = score + policy.lexrank * zscore(features["lexrank"])
     return score
 
 

@@ -27,6 +27,14 @@ def test_abbreviations_decimals_initials_and_urls_do_not_end_sentences() -> None
     ]
 
 
+def test_a_patent_figure_reference_does_not_end_a_sentence() -> None:
+    text = "[0021] FIG. 2 is a perspective view of the container. FIGS. 3 and 4 show the lid."
+    assert _sentences(text) == [
+        "[0021] FIG. 2 is a perspective view of the container.",
+        "FIGS. 3 and 4 show the lid.",
+    ]
+
+
 def test_a_footnote_mark_after_a_full_stop_ends_the_sentence() -> None:
     text = "It changed AI-assisted writing.1 The models write well.2 As a result, we use them in version 3.1 Then."
     assert _sentences(text) == [

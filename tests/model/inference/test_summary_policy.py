@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from model.inference.ranking import take
-from model.inference.summarizers import make_summarizer
+from model.inference.summarizers import LexRank, make_summarizer
 from model.inference.summary_policy import (
     POLICY_FILE,
     SummaryPolicy,
@@ -97,15 +97,31 @@ def test_sentence_features() -> None:
     assert f["digits"][1] == pytest.approx(4 / 22) and f["digits"][0] == 0
     assert f["centrality"].argmin() == 3  # the off-topic sentence is the least central
     assert f["lead"].tolist() == [1, 1, 0, 0]  # 4 words before the second sentence, 8 before the third
+    assert f["opening"].tolist() == pytest.approx([1, 1 / 5, 0, 0])  # 1 - words before / budget, at least 0
     assert sentence_features(document, emb, budget_words=9)["lead"].tolist() == [1, 1, 1, 0]
 
 
 def test_lexical_centrality() -> None:
     sentences = ["Tides move the sand.", "Tides move sand and shells.", "Stocks fell in March.", "The and of."]
-    centrality = lexical_centrality(sentences)
-    assert min(centrality[0], centrality[1]) > centrality[2] > 0  # the sentences sharing words with others first
-    assert centrality[3] == 0  # stop words only
-    assert lexical_centrality(["the of", "and"]).tolist() == [0, 0]
+    centroid, lexrank = lexical_centrality(sentences)
+    for centrality in (centroid, lexrank):
+        assert min(centrality[0], centrality[1]) > centrality[2] > 0  # the sentences sharing words with others first
+        assert centrality[3] == 0  # stop words only
+    assert [c.tolist() for c in lexical_centrality(["the of", "and"])] == [[0, 0], [0, 0]]
+
+
+def test_the_lexrank_feature_is_lexrank_over_the_whole_graph_read_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    import model.inference.summary_policy as summary_policy
+
+    rng = np.random.default_rng(0)
+    vocabulary = ["tide", "sand", "shell", "stock", "march", "river", "delta", "price", "yield", "storm", "coast"]
+    sentences = [" ".join(rng.choice(vocabulary, size=rng.integers(2, 7))) for _ in range(37)]
+    matrix = TfidfVectorizer(stop_words="english").fit_transform(sentences)
+    dense = LexRank().centrality((matrix @ matrix.T).toarray())  # the LexRank summarizer's graph
+    monkeypatch.setattr(summary_policy, "GRAPH_ROWS", 5)  # 37 rows read 5 at a time
+    assert lexical_centrality(sentences)[1] == pytest.approx(dense, abs=1e-12)
 
 
 def test_each_weight_changes_the_ranking() -> None:
@@ -115,14 +131,18 @@ def test_each_weight_changes_the_ranking() -> None:
         "first_section": np.array([0.0, 0.0, 1.0, 0.0]),
         "digits": np.array([1.0, 0.0, 0.0, 0.0]),
         "lead": np.array([0.0, 1.0, 0.0, 0.0]),
+        "opening": np.array([0.0, 0.0, 1.0, 0.0]),
         "lexical": np.array([0.0, 0.0, 0.0, 1.0]),
+        "lexrank": np.array([0.0, 0.0, 1.0, 0.0]),
     }
     assert combined_scores(SummaryPolicy(), salience, features).argmax() == 0
     assert combined_scores(SummaryPolicy(centrality=5), salience, features).argmax() == 3
     assert combined_scores(SummaryPolicy(first_section=5), salience, features).argmax() == 2
     assert combined_scores(SummaryPolicy(digits=-5), salience, features).argmax() == 1
     assert combined_scores(SummaryPolicy(lead=5), salience, features).argmax() == 1
+    assert combined_scores(SummaryPolicy(opening=5), salience, features).argmax() == 2
     assert combined_scores(SummaryPolicy(salience=0, lexical=1), salience, features).argmax() == 3
+    assert combined_scores(SummaryPolicy(salience=0, lexrank=1), salience, features).argmax() == 2
 
 
 @pytest.mark.parametrize("seed", range(20))
