@@ -31,6 +31,12 @@ def cited_as(title: str, source: str) -> str:
     return name if PurePath(name).stem == title else f"{title} ({name})"
 
 
+def by_title(documents: list[Document]) -> list[Document]:
+    """Documents in the order a reader looks for them: by title, whatever its case ("education_10" among "ES2009b"
+    and "IS1006b", not after them), then by id."""
+    return sorted(documents, key=lambda d: (d.title.casefold(), d.id))
+
+
 @dataclass(frozen=True)
 class Evidence:
     """A cited span in its context: ``before + quote + after`` is a stretch of the document's text (of its page for

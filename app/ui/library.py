@@ -15,6 +15,7 @@ import pandas as pd
 
 from app.services import Services, UserError
 from app.services.ingest import IngestEvent, IngestSummary
+from app.services.library import by_title
 from app.ui.common import fail, user_of
 
 DEFAULT_COLLECTION = "default"
@@ -24,7 +25,7 @@ UNCHANGED = (gr.skip(), gr.skip(), gr.skip())  # the three library views, left a
 
 
 def documents_table(services: Services, collection: str, request: gr.Request) -> pd.DataFrame:
-    """The documents of the user's ``collection`` (an empty table for a collection not created yet)."""
+    """The documents of the user's ``collection`` by title (an empty table for a collection not created yet)."""
     user = user_of(request)
     if collection not in services.library.collection_names(user):
         return pd.DataFrame(columns=DOCUMENT_COLUMNS)
@@ -38,7 +39,7 @@ def documents_table(services: Services, collection: str, request: gr.Request) ->
             needs_ocr_cell(d.needs_ocr_pages, d.error),
             d.error or "",
         ]
-        for d in services.library.documents(collection, user)
+        for d in by_title(services.library.documents(collection, user))
     ]
     return pd.DataFrame(rows, columns=DOCUMENT_COLUMNS)
 

@@ -11,6 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from app.services import Services, UserError
+from app.services.library import by_title
 from app.services.summaries import DEFAULT_BUDGET_WORDS, ROUGE_NAMES, Summary
 from app.ui.common import IN_STEP, bind, escape_markdown, fail, user_of
 
@@ -61,7 +62,7 @@ def summary_documents(services: Services, collection: str | None, request: gr.Re
     user = user_of(request)
     if not collection or collection not in services.library.collection_names(user):
         return gr.update(choices=[], value=[])
-    choices = [(f"{d.id}: {d.title}", d.id) for d in services.library.ingested(collection, user)]
+    choices = [(f"{d.id}: {d.title}", d.id) for d in by_title(services.library.ingested(collection, user))]
     return gr.update(choices=choices, value=[])
 
 
