@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
-from scipy import sparse
 
+from model.inference.centrality import DAMPING, THRESHOLD
 from model.inference.passages import DocumentText
 from model.inference.ranking import Ranking, take_across
 
@@ -102,7 +102,7 @@ class LexRank(Ranking):
     name = "lexrank"
 
     def __init__(
-        self, threshold: float = 0.1, damping: float = 0.85, min_words: int = 5, redundancy: float = 0.5
+        self, threshold: float = THRESHOLD, damping: float = DAMPING, min_words: int = 5, redundancy: float = 0.5
     ) -> None:
         self.threshold, self.damping, self.min_words, self.redundancy = threshold, damping, min_words, redundancy
 
@@ -117,26 +117,6 @@ class LexRank(Ranking):
         scores = np.full(n, 1.0 / n)
         for _ in range(200):
             updated = (1 - self.damping) / n + self.damping * transition.T @ scores
-            if np.abs(updated - scores).sum() < 1e-8:
-                return updated
-            scores = updated
-        return scores
-
-    def sparse_centrality(self, graph: sparse.csr_matrix) -> np.ndarray:
-        """:meth:`centrality` of a sparse similarity graph (S, S), its entries under ``threshold`` already dropped
-        (a long document's graph, which a dense (S, S) array would not hold; the summary policy's ``lexrank``
-        feature): the same walk, equal to :meth:`centrality` up to rounding (test)."""
-        n = graph.shape[0]
-        graph = sparse.csr_matrix(graph, dtype=np.float64)
-        graph.setdiag(0.0)
-        graph.eliminate_zeros()
-        rows = np.asarray(graph.sum(axis=1)).ravel()  # (S,)
-        isolated = rows <= 0
-        transition = sparse.diags(np.divide(1.0, rows, out=np.zeros(n), where=~isolated)) @ graph  # rows sum to 1
-        scores = np.full(n, 1.0 / n)
-        for _ in range(200):
-            walked = transition.T @ scores + scores[isolated].sum() / n  # an isolated sentence jumps uniformly
-            updated = (1 - self.damping) / n + self.damping * walked
             if np.abs(updated - scores).sum() < 1e-8:
                 return updated
             scores = updated

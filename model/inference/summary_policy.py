@@ -50,8 +50,8 @@ import numpy as np
 from scipy import sparse
 
 from ingest.segment import SPEAKER
+from model.inference.centrality import THRESHOLD, sparse_centrality
 from model.inference.passages import DocumentText
-from model.inference.summarizers import LexRank
 
 POLICY_FILE = "summary_policy.json"
 _SYMBOL = re.compile(r"[^\w]")
@@ -124,7 +124,7 @@ def zscore(x: np.ndarray) -> np.ndarray:
 
 def lexical_centrality(sentences: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Two centralities of each sentence in words (S,) each, 0 for a sentence of stop words only: cos(tf-idf of the
-    sentence, mean tf-idf vector of the document), and LexRank's (:meth:`LexRank.sparse_centrality` over the sentences'
+    sentence, mean tf-idf vector of the document), and LexRank's (:func:`sparse_centrality` over the sentences'
     tf-idf cosines, computed ``GRAPH_ROWS`` rows at a time, those under LexRank's threshold dropped)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -134,16 +134,15 @@ def lexical_centrality(sentences: Sequence[str]) -> tuple[np.ndarray, np.ndarray
         return np.zeros(len(sentences)), np.zeros(len(sentences))
     center = np.asarray(matrix.mean(axis=0)).ravel()  # (V,)
     center /= max(float(np.linalg.norm(center)), 1e-12)
-    lexrank = LexRank()
     blocks = []
     for start in range(0, matrix.shape[0], GRAPH_ROWS):
         block = (matrix[start : start + GRAPH_ROWS] @ matrix.T).tocsr()  # (rows, S) cosines
-        block.data[block.data < lexrank.threshold] = 0.0
+        block.data[block.data < THRESHOLD] = 0.0
         block.eliminate_zeros()
         blocks.append(block)
     graph = sparse.vstack(blocks, format="csr")  # (S, S)
     stop_words_only = np.asarray(matrix.sum(axis=1)).ravel() == 0
-    return np.asarray(matrix @ center).ravel(), np.where(stop_words_only, 0.0, lexrank.sparse_centrality(graph))
+    return np.asarray(matrix @ center).ravel(), np.where(stop_words_only, 0.0, sparse_centrality(graph))
 
 
 def sentence_features(document: DocumentText, emb: np.ndarray, budget_words: int) -> dict[str, np.ndarray]:
