@@ -32,8 +32,8 @@ reading order.
 ``SummaryPolicy()`` (salience only, ``min_words`` 5, the checkpoint's redundancy threshold) is the policy the
 summarizer had before any was fitted. The fitted policy lives beside the checkpoint in ``summary_policy.json``
 (written by ``scripts/fit_summary_policy.py``, which fits one policy for papers, meetings, news, TV scenes and
-reviews: the best worst-domain margin over LEAD and LexRank) and is used only with the checkpoint it was fitted
-for (its ``checkpoint`` field is the checkpoint's ``weights_id``).
+reviews: the best worst-domain margin over LEAD and LexRank, and within 0.002 of it the best mean margin) and is
+used only with the checkpoint it was fitted for (its ``checkpoint`` field is the checkpoint's ``weights_id``).
 :func:`policy_for` takes an explicit override (``eval summarize --summary-policy``): a JSON path, or ``default``.
 """
 
