@@ -20,12 +20,14 @@ from app.generators import SPEC_FORMS
 from app.services import Services, UserError
 from app.services.ask import GenerationFailed
 from app.services.ingest import IngestEvent, IngestSummary
-from app.services.library import cited_as
+from app.services.library import by_title, cited_as
 from app.services.summaries import DEFAULT_BUDGET_WORDS
 from ingest.sources import Limits
 from model.inference.summarizers import SUMMARIZERS
 from storage.db import StorageError
 from storage.library import HOME_ENV
+
+TITLE_WIDTH = 60  # characters of a title in ``documents``' table (a longer one ends in "…")
 
 
 def _services(args: argparse.Namespace, generator: str = "") -> Services:
@@ -136,7 +138,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
 
 
 def cmd_documents(args: argparse.Namespace) -> int:
-    documents = _services(args).library.documents(args.collection)
+    documents = by_title(_services(args).library.documents(args.collection))
     rows = [
         {
             "id": d.id,
@@ -161,7 +163,8 @@ def cmd_documents(args: argparse.Namespace) -> int:
         pages = f"{row['pages']} pages, " if row["pages"] else ""  # a text file has none
         detail = row["error"] if row["status"] == "error" else f"{pages}{row['tokens']:,} tokens"
         ocr = f", needs OCR: pages {row['needs_ocr_pages']}" if row["needs_ocr_pages"] else ""
-        print(f"{row['id']:>6}  {row['status']:<8}  {row['title'][:60]:<60}  {detail}{ocr}")
+        title = row["title"] if len(row["title"]) <= TITLE_WIDTH else row["title"][: TITLE_WIDTH - 1] + "…"
+        print(f"{row['id']:>6}  {row['status']:<8}  {title:<{TITLE_WIDTH}}  {detail}{ocr}")
     return 0
 
 

@@ -20,6 +20,7 @@ A reader turns a question into an extractive answer with citations; every citati
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -299,6 +300,8 @@ class AskService:
         reader = reader or self.default_reader()
         if not isinstance(question, str) or not question.strip():
             raise UserError("the question is empty")
+        if not any(len(w) > 1 or not w.isascii() for w in re.findall(r"\w+", question)):
+            raise UserError(f"the question {question.strip()!r} holds no word to look for (two letters or more)")
         if not collections:
             raise UserError("choose at least one collection to ask over")
         if not isinstance(collections, list) or not all(isinstance(c, str) and c for c in collections):

@@ -13,7 +13,7 @@ import gradio as gr
 
 from app.services import Services
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~:@])")  # ":" and "@": no autolinked web or mail address
 PRIVATE = {"api_visibility": "private"}  # events the app's API does not expose
 # private events that keep one tab's choices in step with another's: no loading overlay over the choices, which
 # would take the user's clicks while the machine is busy indexing
@@ -21,7 +21,8 @@ IN_STEP = PRIVATE | {"show_progress": "hidden"}
 
 
 def escape_markdown(text: str) -> str:
-    """Quote document text literally inside Markdown (no emphasis, links or HTML from the source)."""
+    """Quote document text literally inside Markdown (no emphasis, links or HTML from the source: a web address
+    shows as its text, not as an autolink that would keep the escapes in its target)."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 

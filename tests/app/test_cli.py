@@ -121,6 +121,22 @@ def test_mixed_batch_ingests_the_good_and_names_the_bad(
     assert "Linear attention runs in linear time." in answer["answer"]
 
 
+def test_documents_are_listed_by_title_and_a_long_title_ends_in_an_ellipsis(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = "minutes of the long-range planning committee meeting held in the spring of 2024"
+    for name in ("Zebra notes", "apple notes", long):  # by source, "Z" comes before "a"
+        (tmp_path / f"{name}.txt").write_text(f"The {name} say little.\n", encoding="utf-8")
+    assert run(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "c")[0] == 0
+    titles = [d["title"] for d in run_json(capsys, "--home", str(home), "documents", "--collection", "c")]
+    assert titles == sorted(titles, key=str.casefold) and len(titles) == 3
+    code, out, _ = run(capsys, "--home", str(home), "documents", "--collection", "c")
+    listed = [line for line in out.splitlines() if "ingested" in line]
+    assert code == 0 and [t[:20] in line for t, line in zip(titles, listed, strict=True)] == [True] * 3
+    (cut,) = [line for line in listed if "long-range" in line]
+    assert "…" in cut and long not in cut
+
+
 def test_remove_by_id_and_whole_collection(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("a", "b"):
         (tmp_path / f"{name}.txt").write_text(f"Document {name} talks about {name}-things.\n", encoding="utf-8")

@@ -104,6 +104,13 @@ def test_every_citation_is_a_library_sentence_with_its_page(services: Services, 
     assert {1, 2} <= pages  # both pages of the PDF
 
 
+@pytest.mark.parametrize("question", ["x", "? !", "a b c"])
+def test_a_question_without_a_word_to_look_for_is_refused(services: Services, question: str) -> None:
+    """A one-letter "question" matched a reference list's initials and was answered "confidently"."""
+    with pytest.raises(UserError, match="holds no word to look for"):
+        services.ask.ask(["notes"], question)
+
+
 def stored_indexes(home: Path) -> list[Path]:
     return sorted((home / "indexpool").glob("*/*.npz"))
 
