@@ -343,7 +343,16 @@ def cmd_bench_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
-    """Summarize the inputs, print the ROUGE table (or the JSON report); 1 when any input failed."""
+    """Summarize the inputs, print the ROUGE table (or the JSON report); 1 when any input failed. With
+    ``--collection``: one summary of a library collection (or of its ``--document``s), as the Summarize tab makes."""
+    if args.collection is not None:
+        return _summarize_collection(args)
+    if args.document:
+        raise UserError("--document names documents of a --collection")
+    if not args.paths:
+        raise UserError("give the files, folders or .zip archives to summarize, or --collection NAME")
+    if args.out is None:
+        raise UserError("--out FILE is required to summarize files (the results JSONL, resumed by a rerun)")
     from app.batch import BatchSettings, format_table, progress_line, run_batch
     from app.services.summaries import load_summarizer
     from storage.library import Library
@@ -374,6 +383,39 @@ def cmd_summarize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if report["errors"] else 0
+
+
+def _summarize_collection(args: argparse.Namespace) -> int:
+    """One summary of a collection (or of the named documents of it): its sentences in reading order, each with its
+    document and page; a document without a summary says why on stderr (1)."""
+    given = [flag for flag, value in (("PATH", args.paths), ("--out", args.out), ("--references", args.references),
+             ("--ratio", args.ratio), ("--markdown", args.markdown)) if value]  # fmt: skip
+    if given:
+        raise UserError(f"{', '.join(given)}: for files; a collection's summary takes --document, --budget-words")
+    services = _services(args)
+    chosen = services.library.named(args.collection, args.document) if args.document else []
+    budget = args.budget_words or DEFAULT_BUDGET_WORDS
+    summary = services.summaries.summarize(args.collection, [d.id for d in chosen], budget, args.summarizer)
+    failed = [d for d in summary.documents if d.error]
+    for d in failed:
+        print(f"indexpool: {d.title}: no summary ({d.error})", file=sys.stderr)
+    if args.json:
+        _print_json(asdict(summary))
+        return 1 if failed else 0
+    done = [d for d in summary.documents if d.sentences]
+    cited = [(d, s) for d in done for s in d.sentences]
+    words = sum(len(s["text"].split()) for _, s in cited)
+    print(
+        f"{summary.label} · {summary.scope} of '{summary.collection}': {words} words from {len(done)} of "
+        f"{len(summary.documents)} documents (budget {summary.budget_words} words) in {summary.seconds:.1f} s\n"
+    )
+    for number, (d, s) in enumerate(cited, start=1):
+        page = "" if s["page"] is None else f", page {s['page']}"
+        print(f"[{number}] {' '.join(s['text'].split())}\n    — {d.title}{page}")
+    if len(summary.documents) == 1 and summary.documents[0].rouge:
+        scores = ", ".join(f"{k} {v:.3f}" for k, v in summary.documents[0].rouge.items())
+        print(f"\nROUGE F1 against its abstract: {scores}")
+    return 1 if failed else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -546,10 +588,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench_ingest.add_argument("--text-tokens", type=positive_int, default=1_000_000)
     bench_ingest.add_argument("--workers", type=positive_int, default=min(2, os.cpu_count() or 1))
     summarize = command(
-        "summarize", cmd_summarize, "summarize files, folders and .zip archives into a resumable JSONL with ROUGE"
+        "summarize",
+        cmd_summarize,
+        "summarize files, folders and .zip archives into a resumable JSONL with ROUGE, or a library collection",
     )
-    summarize.add_argument("paths", nargs="+", metavar="PATH", type=Path)
-    summarize.add_argument("--out", required=True, type=Path, help="results JSONL (appended to; a rerun resumes)")
+    summarize.add_argument("paths", nargs="*", metavar="PATH", type=Path)
+    summarize.add_argument("--out", type=Path, help="results JSONL of PATHs (appended to; a rerun resumes)")
+    summarize.add_argument(
+        "--collection", help="summarize this library collection instead of files: one summary within the budget"
+    )
+    summarize.add_argument(
+        "--document", action="append", metavar="DOC", help="with --collection: only these (id, source or title)"
+    )
     summarize.add_argument(
         "--references",
         type=Path,

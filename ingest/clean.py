@@ -32,7 +32,12 @@ _INNER_SPACES = re.compile(r"(?<=\S) {2,}")
 _TRAILING_SPACES = re.compile(r" +$", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n{3,}")
 # PDF fonts often draw accents as separate spacing characters before the letter: "F¨arber" → "Färber".
-_SPACING_ACCENT = re.compile("([\u00a8\u00b4\u02dc\u02c6\u02c7\u02da\u02d8])([A-Za-z])")
+_ACCENTS = "\u00a8\u00b4\u02dc\u02c6\u02c7\u02da\u02d8"
+_SPACING_ACCENT = re.compile(f"([{_ACCENTS}])([A-Za-z])")
+# pdfium sets an accent apart: "P \u00b4 erez" (a capital and the rest of the word: "P\u00e9rez"),
+# "Farber \u00a8 (2019)" (after its word: the letter it belonged to goes bare)
+_SPACED_ACCENT = re.compile(f"(?<![A-Za-z])([A-Z][a-z]?) ([{_ACCENTS}]) (?=[a-z])")
+_LOOSE_ACCENT = re.compile(f"(?:^|(?<=\\s))[{_ACCENTS}](?:[ \t]+|(?=[\\s,.;:)]|$))", re.MULTILINE)
 _COMBINING = {
     "\u00a8": "\u0308",
     "\u00b4": "\u0301",
@@ -200,7 +205,8 @@ def _footnote_start(line: str) -> bool:
 
 
 def _page_lines(page: str) -> list[str]:
-    page = _SPACING_ACCENT.sub(_compose_accent, page)
+    page = _SPACING_ACCENT.sub(_compose_accent, _SPACED_ACCENT.sub(r"\1\2", page))
+    page = _LOOSE_ACCENT.sub("", page)
     return [line.strip() for line in normalize_text(page).split("\n") if line.strip()]
 
 

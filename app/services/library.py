@@ -79,9 +79,8 @@ class LibraryService:
         with storage_errors():
             self.library.set_shared(collection, shared, user)
 
-    def remove(self, collection: str, refs: list[str], user: str = "") -> list[Document]:
-        """Remove documents of ``user``'s ``collection`` named by id, source or title; an uploaded copy goes with its
-        document."""
+    def named(self, collection: str, refs: list[str], user: str = "") -> list[Document]:
+        """The documents of ``user``'s ``collection`` named by id, source, file name or title, one per name."""
         documents = self.documents(collection, user)
         chosen: list[Document] = []
         for ref in refs:
@@ -92,6 +91,12 @@ class LibraryService:
                 ids = ", ".join(str(d.id) for d in matches)
                 raise UserError(f"'{ref}' names several documents in '{collection}' (ids {ids}); use an id")
             chosen.append(matches[0])
+        return chosen
+
+    def remove(self, collection: str, refs: list[str], user: str = "") -> list[Document]:
+        """Remove documents of ``user``'s ``collection`` named by id, source or title; an uploaded copy goes with its
+        document."""
+        chosen = self.named(collection, refs, user)
         with storage_errors():
             removed = [self.library.remove_document(d.id, user) for d in chosen]
         uploads = self.library.home / "uploads"

@@ -137,6 +137,35 @@ def test_documents_are_listed_by_title_and_a_long_title_ends_in_an_ellipsis(
     assert "…" in cut and long not in cut
 
 
+def test_summarize_a_collection_or_some_of_its_documents(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    texts = {
+        "tides": "Tidal power turns the rise and fall of the sea into electricity. The tides come twice a day.",
+        "wind": "Wind turbines turn moving air into electricity. Offshore farms catch steadier winds.",
+    }
+    for name, text in texts.items():
+        (tmp_path / f"{name}.txt").write_text(text + "\n", encoding="utf-8")
+    assert run(capsys, "--home", str(home), "ingest", str(tmp_path), "--collection", "c")[0] == 0
+    code, out, _ = run(
+        capsys, "--home", str(home), "summarize", "--collection", "c", "--budget-words", "30", "--summarizer", "lead"
+    )
+    assert code == 0 and "collection of 'c'" in out and "from 2 of 2 documents" in out, out
+    assert "[1] Tidal power turns the rise and fall of the sea into electricity." in out and "    — tides" in out
+    assert "    — wind" in out
+    report = run_json(capsys, "--home", str(home), "summarize", "--collection", "c", "--document", "wind")
+    assert report["scope"] == "document" and [d["title"] for d in report["documents"]] == ["wind"]
+    assert report["documents"][0]["sentences"][0]["text"].startswith("Wind turbines")
+    for extra, wanted in (
+        (["--out", str(tmp_path / "x.jsonl")], "--out: for files"),
+        (["--document", "sun"], "no document 'sun' in collection 'c'"),
+    ):
+        code, _, err = run(capsys, "--home", str(home), "summarize", "--collection", "c", *extra)
+        assert code == 1 and wanted in err, err
+    code, _, err = run(capsys, "--home", str(home), "summarize", str(tmp_path))
+    assert code == 1 and "--out FILE is required" in err
+
+
 def test_remove_by_id_and_whole_collection(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("a", "b"):
         (tmp_path / f"{name}.txt").write_text(f"Document {name} talks about {name}-things.\n", encoding="utf-8")

@@ -77,6 +77,16 @@ def test_spacing_accents_from_pdf_fonts_are_composed() -> None:
     assert text == "Saier and F\u00e4rber (2019) and Andr\u00e9"
 
 
+def test_accents_that_pdfium_sets_apart_go_to_their_word_or_away() -> None:
+    """pdfium's text of the S2ORC paper: "Saier and Farber \u00a8 (2019)" (the walk's answer quoted it so), "Perez
+    P \u00b4 erez": an accent after its word leaves the word bare, one after a capital joins the rest of the word."""
+    page = "Saier and Farber \u00a8 (2019), P \u00b4 erez and An \u00b4 alia by Farber. 2019. \u00a8 Bibliometric"
+    [text] = clean_pdf_pages([page])
+    assert text == "Saier and Farber (2019), P\u00e9rez and An\u00e1lia by Farber. 2019. Bibliometric"
+    [kept] = clean_pdf_pages(["Farber \u00a8 and don\u00b4t"])  # a long word is not joined to the next one
+    assert kept == "Farber and don\u00b4t"
+
+
 def test_a_page_made_only_of_a_repeated_line_keeps_it() -> None:
     # e.g. the shared sample habibi-rotated.pdf: the same single line on each of its 4 pages
     pages = ["حَبيبي habibi حَبيبي"] * 4
