@@ -199,9 +199,12 @@ def test_a_broken_file_fails_alone(page: Page, tmp_path: Path) -> None:
         "Lighthouses guide ships along dangerous coasts.\n\nTheir lamps rotate to make a "
         "recognisable pattern of flashes.\n"
     )
+    program = tmp_path / "setup.exe"  # a type ingest does not read: chosen with the others, it fails alone
+    program.write_bytes(b"MZ\x90\x00" + os.urandom(60))
     choose_collection(page, "mixed")
-    log = upload_and_ingest(page, [broken, good])
+    log = upload_and_ingest(page, [broken, good, program])
     assert re.search(r"bad\.pdf: error - \S", log), log
+    assert re.search(r"setup\.exe: error - \S", log), log
     assert "notes.txt: ingested" in log, log
     rows = {row[1]: row for row in table_rows(page, "documents")}
     assert rows["bad.pdf"][2] == "error" and rows["bad.pdf"][6], rows
