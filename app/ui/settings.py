@@ -88,7 +88,9 @@ def settings_tab(services: Services) -> None:
             "preset, its weights (α, β, γ between 0 and 1, adding up to 1), the pooling ratio and INT8 decide the "
             "cache your questions read (tier 1: each document's pooled indexer entries); saving new ones re-pools "
             "your documents in the background (the Library tab shows the progress). Under 10,000 tokens a question "
-            "reads uncompressed keys whatever the ratio. Tier 2 keeps recently read key/value pages in memory (0: "
+            "reads uncompressed keys whatever the ratio. The shipped checkpoint weighs the read 0 in the answer score "
+            "(the model card says why), so these settings change what a question reads, its cost and the Dashboard's "
+            "figures, not the cited sentences. Tier 2 keeps recently read key/value pages in memory (0: "
             "every page from disk); answers do not depend on it. Values are checked when saved; a rejected value is "
             "named and the form keeps what you typed."
         )
