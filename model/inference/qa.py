@@ -194,6 +194,18 @@ class CollectionIndex:
         return torch.repeat_interleave(torch.arange(self.passages), first[1:] - first[:-1])
 
     @cached_property
+    def passage_asks(self) -> torch.Tensor:
+        """(P,) bool: most of the passage's whole sentences ask questions (a questionnaire, a page of FAQ headings):
+        its match with a question is the likeness of two questions, not an answer."""
+        kind = self.sentence_kind
+        whole = (kind & WHOLE) > 0
+        asks = whole & ((kind & QUESTION) > 0)
+        count = torch.zeros(self.passages)
+        return 2 * count.index_add(0, self.sentence_passage, asks.float()) > count.index_add(
+            0, self.sentence_passage, whole.float()
+        )
+
+    @cached_property
     def idf(self) -> torch.Tensor:
         """(V,) inverse document frequency of every piece over the index's passages."""
         return inverse_document_frequency(self.passage_tokens, self.vocab_size)
@@ -929,7 +941,8 @@ def ranked_hits(
     sentence that counts what a figure question asks the count of (:func:`counting_sentences`) scores
     ``COUNT_BONUS`` more; the one that introduces a document a question asks what it is (:func:`lead_sentences`)
     ``LEAD_BONUS`` more, and that sentence is cited. A passage whose best sentence is a fragment (a table's cell, a
-    heading left alone) comes after every passage with a whole sentence.
+    heading left alone), or most of whose sentences ask questions, comes after every other passage
+    (:func:`is_deferred`).
     The passages are scored at the first ``next``: over every shard, together with the other shards, when
     ``question`` was encoded for a shard."""
     with torch.no_grad():
@@ -944,16 +957,23 @@ def ranked_hits(
         if question.documents:  # the named documents' passages first, best first within each part
             other = ~torch.isin(index.passage_document[order], torch.tensor(question.documents))
             order = order[torch.sort(other.to(torch.uint8), stable=True).indices]
-    fragments: list[Hit] = []  # passages without a whole sentence ("longt5", a web address): last
+    deferred: list[Hit] = []  # passages without a whole sentence ("longt5", a web address) or of questions: last
     for block in order.split(RANKED_BLOCK):  # the caller reads a few: not every passage made a Python int
         for p in block.tolist():
             with torch.no_grad():
                 hit = Hit(p, best_sentence(model, index, question, p, chosen), float(score[p]))
-            if index.sentence_kind[hit.sentence] & WHOLE:
-                yield hit
+            if is_deferred(index, hit):
+                deferred.append(hit)
             else:
-                fragments.append(hit)
-    yield from fragments
+                yield hit
+    yield from deferred
+
+
+def is_deferred(index: CollectionIndex, hit: Hit) -> bool:
+    """Whether ``hit`` comes after every other passage: its best sentence is a fragment, or its passage mostly asks
+    questions (:attr:`CollectionIndex.passage_asks`: "What (other) tasks could the dataset be used for? Please
+    provide a description." does not say what a dataset is)."""
+    return not index.sentence_kind[hit.sentence] & WHOLE or bool(index.passage_asks[hit.passage])
 
 
 @dataclass(frozen=True)
@@ -965,7 +985,7 @@ class Cited:
     document_id: str  # the document's id in the library (a row of ``CollectionIndex.document_ids``)
     sentence_number: int  # among the document's sentences
     score: float
-    order: tuple[bool, bool, float, int, int]  # the ranking's: (a fragment, not of a named document, −score, document
+    order: tuple[bool, bool, float, int, int]  # the ranking's: (deferred, not of a named document, −score, document
     # id, the passage's start in it); equal scores in the index's order (documents by id)
     confident: bool  # an answer whose best passage is this one is confident (:func:`is_confident`)
     held: float  # the share of the question's word weight the passage holds
@@ -978,14 +998,13 @@ def cited(
     named = set(question.documents)
     for hit in ranked_hits(model, index, question, reading):
         document = int(index.sentence_document[hit.sentence])
-        fragment = not index.sentence_kind[hit.sentence] & WHOLE
         confident, held = is_confident(model, index, question, hit.passage)
         yield Cited(
             index.document_ids[document],
             int(index.sentence_number[hit.sentence]),
             hit.score,
             (
-                fragment,
+                is_deferred(index, hit),
                 question.some_named and document not in named,
                 -hit.score,
                 int(index.document_ids[document]),

@@ -520,6 +520,28 @@ def test_a_question_naming_a_document_reads_it_first_and_fragments_come_last(che
     assert whole == [True] * (len(hits) - 1) + [False], whole  # "Blowhole", the fragment, comes last
 
 
+def test_a_passage_of_questions_comes_after_the_passages_that_answer(checkpoint: Path) -> None:
+    """A questionnaire ("What (other) tasks could the dataset be used for? Please provide a description.") is like
+    the question, not an answer to it: its passage comes after every passage that says something, though it
+    scores higher (the walk's "What dataset does the paper introduce?" cited five questionnaire sentences)."""
+    from model.inference.qa import Question, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    sheet = (
+        "What dataset does the paper introduce? What (other) tasks could the dataset be used for? Please provide a "
+        "description. Does the dataset relate to people? Who created the dataset?"
+    )
+    paper = "We built a corpus of 9,280 expert summaries of civil rights lawsuits, released for research."
+    documents = [document_text("sheet", sheet, "Datasheet"), document_text("paper", paper, "A corpus of summaries")]
+    index = CollectionIndex.build(model, documents)
+    assert index.passage_asks.tolist() == [True, False]
+    question = Question.encode(model, "What dataset does the paper introduce?", index)
+    hits = list(ranked_hits(model, index, question))
+    assert [index.document_ids[int(index.passage_document[h.passage])] for h in hits] == ["paper", "sheet"]
+    assert hits[1].score > hits[0].score  # the questionnaire scores higher: the rule, not the score, puts it last
+
+
 def test_a_citation_mark_is_not_a_figure(checkpoint: Path) -> None:
     """A "how many" question cites the sentence quoting the count, not its neighbour (closer in words) whose only
     digits are a citation mark."""
