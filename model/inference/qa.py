@@ -197,13 +197,11 @@ class CollectionIndex:
     def passage_asks(self) -> torch.Tensor:
         """(P,) bool: most of the passage's whole sentences ask questions (a questionnaire, a page of FAQ headings):
         its match with a question is the likeness of two questions, not an answer."""
-        kind = self.sentence_kind
-        whole = (kind & WHOLE) > 0
-        asks = whole & ((kind & QUESTION) > 0)
-        count = torch.zeros(self.passages)
-        return 2 * count.index_add(0, self.sentence_passage, asks.float()) > count.index_add(
-            0, self.sentence_passage, whole.float()
-        )
+        whole = (self.sentence_kind & WHOLE) > 0
+        asks = whole & ((self.sentence_kind & QUESTION) > 0)
+        wholes = torch.zeros(self.passages).index_add_(0, self.sentence_passage, whole.float())  # (P,)
+        questions = torch.zeros(self.passages).index_add_(0, self.sentence_passage, asks.float())  # (P,)
+        return 2 * questions > wholes
 
     @cached_property
     def idf(self) -> torch.Tensor:
@@ -929,6 +927,7 @@ class Hit:
     passage: int  # row of the index's passages
     sentence: int  # row of the index's sentences
     score: float
+    deferred: bool = False  # it comes after every other passage (:func:`is_deferred`)
 
 
 def ranked_hits(
@@ -961,19 +960,20 @@ def ranked_hits(
     for block in order.split(RANKED_BLOCK):  # the caller reads a few: not every passage made a Python int
         for p in block.tolist():
             with torch.no_grad():
-                hit = Hit(p, best_sentence(model, index, question, p, chosen), float(score[p]))
-            if is_deferred(index, hit):
+                sentence = best_sentence(model, index, question, p, chosen)
+            hit = Hit(p, sentence, float(score[p]), is_deferred(index, p, sentence))
+            if hit.deferred:
                 deferred.append(hit)
             else:
                 yield hit
     yield from deferred
 
 
-def is_deferred(index: CollectionIndex, hit: Hit) -> bool:
-    """Whether ``hit`` comes after every other passage: its best sentence is a fragment, or its passage mostly asks
-    questions (:attr:`CollectionIndex.passage_asks`: "What (other) tasks could the dataset be used for? Please
-    provide a description." does not say what a dataset is)."""
-    return not index.sentence_kind[hit.sentence] & WHOLE or bool(index.passage_asks[hit.passage])
+def is_deferred(index: CollectionIndex, passage: int, sentence: int) -> bool:
+    """Whether ``passage``, cited by ``sentence``, comes after every other passage: the sentence is a fragment, or
+    the passage mostly asks questions (:attr:`CollectionIndex.passage_asks`: "What (other) tasks could the dataset
+    be used for? Please provide a description." does not say what a dataset is)."""
+    return not index.sentence_kind[sentence] & WHOLE or bool(index.passage_asks[passage])
 
 
 @dataclass(frozen=True)
@@ -1004,7 +1004,7 @@ def cited(
             int(index.sentence_number[hit.sentence]),
             hit.score,
             (
-                is_deferred(index, hit),
+                hit.deferred,
                 question.some_named and document not in named,
                 -hit.score,
                 int(index.document_ids[document]),
