@@ -15,6 +15,7 @@ cannot copy its reference.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ SUMMARIZER_LABELS = {
 ROUGE_NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 _FRONT_MATTER = {"keywords", "key words", "index terms", "ccs concepts", "additional key words and phrases"}
 _PIECE_BREAK = "\n\n"  # between sections
+_PANEL = re.compile(r"\((?:[A-Za-z]|[ivx]+|\d{1,2})(?:, ?(?:[A-Za-z]|\d{1,2}))*\) ")  # a caption's "(B) ", "(D, E) "
 _LINE_BREAK = "\n"  # between the parts of a section around a cut sentence
 
 SummaryProgress = Callable[[int, int, str], None]  # (documents done, documents in all, title of the next one)
@@ -76,7 +78,8 @@ class Body:
 
 def captions(document: ParsedDocument) -> frozenset[int]:
     """Indices of the document's sentences that are figure or table captions: from "Table 1: …" or "Figure 2." (the
-    label split off as a sentence of its own: the next sentence of its paragraph too)."""
+    label split off as a sentence of its own: the next sentence of its paragraph too), and the sentences of its
+    paragraph after it that describe a panel ("(B) They compose models …")."""
     found: set[int] = set()
     sentences = document.sentences
     for i, sentence in enumerate(sentences):
@@ -84,9 +87,13 @@ def captions(document: ParsedDocument) -> frozenset[int]:
         if label is None:
             continue
         found.add(i)
+        j = i + 1
         alone = label.end() >= sentence.end - 1
-        if alone and i + 1 < len(sentences) and sentences[i + 1].paragraph == sentence.paragraph:
-            found.add(i + 1)
+        while j < len(sentences) and sentences[j].paragraph == sentence.paragraph:
+            if not (alone and j == i + 1) and not _PANEL.match(document.text, sentences[j].start):
+                break
+            found.add(j)
+            j += 1
     return frozenset(found)
 
 

@@ -10,6 +10,8 @@ from typing import Any
 import gradio as gr
 import numpy as np
 import pandas as pd
+from gradio import processing_utils
+from gradio.components.plot import PlotData
 from matplotlib import colormaps
 from matplotlib import dates as mdates
 from matplotlib.figure import Figure
@@ -18,7 +20,16 @@ from matplotlib.ticker import NullFormatter
 from app.services import Services, UserError
 from app.ui.common import PRIVATE, bind, fail, user_of
 
+PLOTS = {  # each plot's label, which also names its image for a screen reader, by its elem_id
+    "plot-stages": "Latency per stage over time",
+    "plot-histogram": "Total latency distribution",
+    "plot-counts": "Requests by kind",
+    "plot-read": "Each question's read",
+    "plot-memory": "Read cache per collection",
+    "plot-bench": "Benchmark: latency and cache per method",
+}
 BENCH_COLUMNS = ["method", "latency ms", "cache MiB", "recall@512", "recall@2048", "needle F1"]
+PLOT_FORMAT = "webp"  # of the plots' images (Gradio's default)
 MARKERS = ("o", "s", "^", "D", "v")  # one per kind of request in the stage plot
 
 
@@ -192,6 +203,21 @@ def memory_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+class _NamedPlotData(PlotData):
+    chart: str  # the browser names the plot's image "{chart} plot visualising provided data"
+
+
+def named(figure: Figure, plot: str) -> PlotData:
+    """``figure`` as Gradio's plot sends it to the browser, with its image named by the label of the plot ``plot`` (an
+    elem_id): Gradio's own name for it is "undefined plot visualising provided data"."""
+    image = processing_utils.encode_plot_to_base64(figure, PLOT_FORMAT)
+    return _NamedPlotData(type="matplotlib", plot=image, chart=PLOTS[plot])
+
+
+def _plot(elem_id: str) -> gr.Plot:
+    return gr.Plot(label=PLOTS[elem_id], show_label=False, elem_id=elem_id)  # the figure has its own title
+
+
 def dashboard(services: Services, request: gr.Request) -> tuple[Any, ...]:
     """The dashboard's plots from the recorded metrics and the read caches of the user's collections."""
     user = user_of(request)
@@ -202,13 +228,13 @@ def dashboard(services: Services, request: gr.Request) -> tuple[Any, ...]:
         fail(error)
         memory = []
     return (
-        stage_plot(records),
-        latency_histogram(records),
-        request_counts(records),
+        named(stage_plot(records), "plot-stages"),
+        named(latency_histogram(records), "plot-histogram"),
+        named(request_counts(records), "plot-counts"),
         latency_table(records),
-        read_plot(records),
+        named(read_plot(records), "plot-read"),
         read_status(records),
-        memory_plot(memory),
+        named(memory_plot(memory), "plot-memory"),
         memory_table(memory),
     )
 
@@ -256,7 +282,7 @@ def run_bench(services: Services, tokens: float | None, request: gr.Request) -> 
         f"{setting['queries']} queries, "
         f"median of {setting['steps']} timed steps"
     )
-    return table, bench_plot(methods, result["tokens"]), status
+    return table, named(bench_plot(methods, result["tokens"]), "plot-bench"), status
 
 
 def dashboard_tab(services: Services) -> None:
@@ -264,17 +290,17 @@ def dashboard_tab(services: Services) -> None:
     with gr.Tab("Dashboard", id="dashboard") as tab:
         refresh = gr.Button("Refresh", elem_id="dashboard-refresh")
         with gr.Row():
-            stages = gr.Plot(label="Latency per stage over time", show_label=False, elem_id="plot-stages")
-            histogram = gr.Plot(label="Total latency distribution", show_label=False, elem_id="plot-histogram")
+            stages = _plot("plot-stages")
+            histogram = _plot("plot-histogram")
         with gr.Row():
-            counts = gr.Plot(label="Requests by kind", show_label=False, elem_id="plot-counts")
+            counts = _plot("plot-counts")
             percentiles = gr.Markdown(elem_id="latency-percentiles")
         with gr.Row():
             with gr.Column():
-                reads = gr.Plot(label="Each question's read", show_label=False, elem_id="plot-read")
+                reads = _plot("plot-read")
                 read_line = gr.Markdown(elem_id="read-status")
             with gr.Column():
-                memory = gr.Plot(label="Read cache per collection", show_label=False, elem_id="plot-memory")
+                memory = _plot("plot-memory")
                 memory_bytes = gr.Markdown(elem_id="cache-table")
         gr.Markdown(
             "**Indexer benchmark** (`indexpool bench`): latency, cache bytes and recall of each indexer "
@@ -295,7 +321,7 @@ def dashboard_tab(services: Services) -> None:
             bench_button = gr.Button("Run the indexer benchmark", elem_id="bench-btn")
         bench_status = gr.Markdown(elem_id="bench-status")
         bench_table = gr.Dataframe(headers=BENCH_COLUMNS, label="Benchmark", interactive=False, elem_id="bench-table")
-        bench_chart = gr.Plot(label="Benchmark: latency and cache per method", show_label=False, elem_id="plot-bench")
+        bench_chart = _plot("plot-bench")
     views = [stages, histogram, counts, percentiles, reads, read_line, memory, memory_bytes]
     gr.on([tab.select, refresh.click], bind(dashboard, services), None, views, **PRIVATE)
     bench_button.click(

@@ -73,12 +73,14 @@ from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 12  # of the arrays; arrays of format 11 are carried over (`upgraded`), of another format rebuilt
+FORMAT = 13  # of the arrays; arrays of format 12 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
 RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a time
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
-_ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total revenue …", "What were Oracle's total …"
-    r"\s*(?:how (?:many|much|large|big|long|old|often)|what (?:(?:is|was|were|are) (?:the |\S+['\u2019]s )?)?"
+_ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total revenue …", "What were Oracle's total …",
+    # at the question's start or after a comma or "and" ("What dataset does it introduce, and how many papers …")
+    r"(?:^|[,;]|\band\b)\s*"
+    r"(?:how (?:many|much|large|big|long|old|often)|what (?:(?:is|was|were|are) (?:the |\S+['\u2019]s )?)?"
     r"(?:number|amount|total|percentage|share|value|size|level|rate|price|cost)s?\b|what percent)",
     re.IGNORECASE,
 )
@@ -86,6 +88,8 @@ _ASKS_DATE = re.compile(r"\s*(?:when\b|(?:in )?(?:what|which) year\b)", re.IGNOR
 MAX_NAME_SHARE = 0.10  # a name, not a topic: in under this share of its document's own sentences (S2ORC: 12 %,
 # NVIDIA in its 10-K: 5.5 %, AEON in its 10-Q: 7.7 %)
 _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with its possessive ("Acme's")
+NAME_PURITY = 0.9  # a name, not a topic: at least this share of the sentences that use it are in documents it titles
+# (S2ORC: 74 of 75 in the S2ORC paper, which PaperMage cites once; "beyond": 3 of 17 in the paper it titles)
 _POSSESSIVE = re.compile(r"['\u2019]s$")
 COUNT_BONUS = 8.0  # added to the score of a passage whose sentence counts what a figure question asks the count of
 # What a sentence that introduces a document's subject says of it ("We introduce papermage, …", "X is a …")
@@ -425,10 +429,10 @@ class CollectionIndex:
 
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 11 read a year as a count ("the 2012 Employee Stock Purchase Plan" counted employees) and
-    as a figure, and a table row's columns as what its figures count; the sentence kinds and the words the sentences'
-    figures count are read again here from ``document`` (the one the index was built from); None for any other
-    format, or when the document's sentences are not the index's."""
+    document again: format 12 read the words before a figure past "of" as what it counts ("summaries of 416 words"
+    counted summaries); the sentence kinds and the words the sentences' figures count are read again here from
+    ``document`` (the one the index was built from); None for any other format, or when the document's sentences are
+    not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
     texts = [document.sentence_text(i) for i in range(len(document.sentences))]
@@ -591,7 +595,7 @@ class Question:
         ids = question_ids(model, about)
         dense = torch.from_numpy(minilm().encode([about])[0])
         words = question_words(question)
-        figure = _ASKS_FIGURE.match(question) is not None
+        figure = _ASKS_FIGURE.search(question) is not None
         counted = counted_word(question) if figure else None
         embedding = model.net.encode_question(ids)
         similarity = match_similarity(model.net, ids, model.match_keys)
@@ -658,7 +662,7 @@ class Names:
     @classmethod
     def of(cls, index: CollectionIndex, question: str, total: Total = alone) -> Names:
         matches = [m for m in _NAME.finditer(question) if m.start() > 0]
-        ids = torch.as_tensor(sorted({word_ids(m.group())[0] for m in matches}), dtype=torch.int64)
+        ids = torch.as_tensor(sorted({i for m in matches for i in _match_ids(m)}), dtype=torch.int64)
         documents = len(index.document_ids)
         if ids.numel() == 0 or not index.passages:
             none = torch.zeros(ids.numel(), documents)
@@ -673,12 +677,12 @@ class Names:
 
     def without(self) -> str:
         """The question without the words that name a document of the index (:func:`without_names`)."""
-        named = self.ids[self._any(self.everywhere & (self.in_text < MAX_NAME_SHARE))].tolist()
+        named = set(self.ids[self._any(self.everywhere & (self.in_text < MAX_NAME_SHARE))].tolist())
         if not named:
             return self.question
         kept, at = [], 0
         for m in self.matches:
-            if word_ids(m.group())[0] in named:
+            if not named.isdisjoint(_match_ids(m)):
                 kept.append(self.question[at : m.start()])
                 at = m.end()
         about = " ".join("".join([*kept, self.question[at:]]).split())
@@ -693,11 +697,38 @@ class Names:
         absent = (held == 0).float()  # (Q, P): not in the passage's text
         untold = torch.zeros(self.everywhere.shape).index_add_(1, index.passage_document, absent) > 0  # (Q, D)
         titled = self.everywhere & untold  # (Q, D): the word is in the document's title
-        elsewhere = (self.in_text > 0) & ~titled  # (Q, D): another document's text uses it
-        named = titled[~self._any(elsewhere)].any(dim=0)  # (D,): by words no other document's text uses ("COVID")
+        uses = self.in_text * torch.bincount(index.sentence_document, minlength=titled.shape[1])  # (Q, D) sentences
+        runs = self._runs()
+        by_run = torch.zeros(len(runs), titled.shape[1], dtype=torch.bool)  # (R, D): titled by each word of a run
+        for r, rows in enumerate(runs):
+            by_run[r] = titled[rows].all(dim=0)
+        sums = self.total(torch.cat([(uses * titled).sum(dim=1), uses.sum(dim=1), by_run.sum(dim=1)]).double())
+        in_titled, anywhere, run_titles = sums.split([len(self.ids), len(self.ids), len(runs)])
+        pure = in_titled >= NAME_PURITY * anywhere  # (Q,): the documents it titles use it, others hardly ("COVID")
+        named = torch.zeros(titled.shape[1], dtype=torch.bool)
+        for rows, run, titles in zip(runs, by_run, run_titles, strict=True):
+            named |= run if titles > 0 and len(rows) > 1 else titled[rows[pure[rows]]].any(dim=0)
         every = self.total(torch.tensor([float(named.sum()), float(named.numel())], dtype=torch.float64))
         self.some_named = bool(0 < every[0] < every[1])
         return tuple(torch.nonzero(named).flatten().tolist()) if every[0] < every[1] else ()
+
+    def _runs(self) -> list[torch.Tensor]:
+        """The rows of :attr:`ids` of each run of the question's capitalised words with only spaces between them: a
+        run of two or more names the documents whose titles hold all its words ("the Beyond Summarization study",
+        though "beyond" and "summarization" are other papers' words too), else each of its words is a name alone."""
+        runs: list[list[re.Match[str]]] = []
+        for m in self.matches:
+            if runs and self.question[runs[-1][-1].end() : m.start()].isspace():
+                runs[-1].append(m)
+            else:
+                runs.append([m])
+        words = [torch.tensor(sorted({i for m in run for i in _match_ids(m)}), dtype=torch.int64) for run in runs]
+        return [torch.searchsorted(self.ids, w) for w in words]
+
+
+def _match_ids(name: re.Match[str]) -> list[int]:
+    """The word ids of a capitalised word without its possessive ("Multi-LexSum" → multi, lexsum; "Acme's" → acme)."""
+    return word_ids(_POSSESSIVE.sub("", name.group()))
 
 
 def named_documents(index: CollectionIndex, question: str) -> tuple[int, ...]:
@@ -705,8 +736,10 @@ def named_documents(index: CollectionIndex, question: str) -> tuple[int, ...]:
     its title or file name ("What does the PaperMage paper propose?", "How many employees does Borealis have?") —
     when that is some of the documents, not all. A title word is in all of the document's passages' word bags, which
     hold the title, and missing from the text of one passage at least: a speaker's label that every passage of a
-    transcript holds ("Industrial Designer: …") names no document. A word the text of another document uses too is
-    a topic, not a name ("COVID" over meetings, one of them filed as covid_2)."""
+    transcript holds ("Industrial Designer: …") names no document. A word that the text of other documents uses too
+    is a topic, not a name ("COVID" over meetings, one of them filed as covid_2), unless the documents it titles hold
+    ``NAME_PURITY`` of its uses (S2ORC's paper, which another paper cites once). Capitalised words in a row name the
+    documents whose titles hold them all ("the Beyond Summarization study")."""
     return Names.of(index, question).documents()
 
 

@@ -16,12 +16,12 @@ mark stuck to a word ("networks20", "papermage1"); a year alone ("In 2026, …")
     # → "of corpus English-language academic papers, citation links"
     counted_word("How many papers does S2ORC contain?")             # → "papers"
 
-What a figure counts: the words after it up to ``COUNT_AFTER`` ("9,280 expert-authored summaries", "five
-annotators") and the words before it up to ``COUNT_BEFORE`` (a label: "Employees 3,950"), never past the end of its
-phrase (a word ending in , ; : . ) ! ?); a table row's figures count its label ("Total net sales (2019: 280,522)"). A
-year counts nothing ("In 2012, …", "the 2012 Employee Stock Purchase Plan") unless a lower-case word follows it
-("2000 participants"), nor does the number of a part of the document ("Note 16 - Employee Retirement Plans").
-Number words count as figures here ("eight layers"), "one" aside ("one of the …").
+What a figure counts: the words after it up to ``COUNT_AFTER`` ("9,280 expert-authored summaries", "five annotators")
+and the words before it up to ``COUNT_BEFORE`` (a label: "Employees 3,950"; not past "of": "summaries of 416 words"
+counts words), never past the end of its phrase (a word ending in , ; : . ) ! ?); a table row's figures count its label
+("Total net sales (2019: 280,522)"). A year counts nothing ("In 2012, …", "the 2012 Employee Stock Purchase Plan")
+unless a lower-case word follows it ("2000 participants"), nor does the number of a part of the document ("Note 16 -
+Employee Retirement Plans"). Number words count as figures here ("eight layers"), "one" aside ("one of the …").
 """
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ _NUMBER_WORDS = frozenset(
     " thousands million millions billion billions dozen dozens".split()
 )
 _PHRASE_END = (",", ";", ":", ".", ")", "!", "?")
+# A figure after one of these counts what follows it, not the words before ("summaries of 416 words", "a total of
+# 4,539 instances"; a label stands right before its figure: "Employees 3,950")
+_BEFORE_A_COUNT = frozenset(
+    "of than by to with from at in for per about over under nearly almost approximately".split()
+)
 # "How many X …", "the number of X", "the total X", "how much X": what the question counts (``counted_word``)
 _COUNT_CUE = re.compile(r"\b(?:how many|how much|number of|amount of|total)\s+", re.IGNORECASE)
 _NOT_COUNTED = frozenset(
@@ -99,7 +104,7 @@ def counted_text(text: str) -> str:
                 counted.extend(tokens[i + 1 : i + 1 + COUNT_AFTER])
             continue
         for j in range(i - 1, max(i - 1 - COUNT_BEFORE, -1), -1):
-            if tokens[j].endswith(_PHRASE_END) or _is_figure(tokens[j]):
+            if tokens[j].endswith(_PHRASE_END) or _is_figure(tokens[j]) or tokens[j].lower() in _BEFORE_A_COUNT:
                 break
             counted.append(tokens[j])
         if token.endswith(_PHRASE_END):

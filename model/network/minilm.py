@@ -127,23 +127,36 @@ class MiniLM:
                 states = self.states(ids, mask)  # (B, T, 384)
             m = mask[..., None].float()
             out[rows] = F.normalize((states * m).sum(1) / m.sum(1).clamp_min(1), dim=-1).numpy()
+            owner, at = zip(*(_part_pieces(encodings[i].offsets, parts[i]) for i in rows), strict=True)
+            first = np.cumsum([0] + [len(parts[i]) for i in rows])  # the batch's parts: text b's from first[b]
+            owner = np.concatenate([first[b] + o for b, o in enumerate(owner)])  # (N,) the part of each piece read
+            at = np.concatenate([b * width + a for b, a in enumerate(at)])  # (N,) where it is among the states
+            sums = torch.zeros(int(first[-1]), DIM).index_add_(
+                0, torch.from_numpy(owner), states.reshape(-1, DIM)[torch.from_numpy(at)]
+            )
+            counts = np.bincount(owner, minlength=int(first[-1]))
+            means = F.normalize(sums / torch.from_numpy(counts).clamp_min(1)[:, None], dim=-1).numpy()
             for b, i in enumerate(rows):
-                if not len(parts[i]):
-                    continue
-                offsets = np.array(encodings[i].offsets, dtype=np.int64).reshape(-1, 2)  # (T_i, 2)
-                real = offsets[:, 1] > offsets[:, 0]  # [CLS] and [SEP] have empty offsets
-                for j, (a, z) in enumerate(parts[i]):
-                    inside = np.flatnonzero(real & (offsets[:, 0] >= a) & (offsets[:, 0] < z))
-                    if not len(inside):
-                        unread.append((i, j))
-                        continue
-                    mean = states[b, torch.from_numpy(inside)].mean(0)
-                    part_out[i][j] = F.normalize(mean, dim=-1).numpy()
+                part_out[i][:] = means[first[b] : first[b + 1]]
+                unread.extend((i, int(j)) for j in np.flatnonzero(counts[first[b] : first[b + 1]] == 0))
         if unread:
             alone = self.encode([texts[i][parts[i][j][0] : parts[i][j][1]] for i, j in unread])
             for (i, j), vector in zip(unread, alone, strict=True):
                 part_out[i][j] = vector
         return out, part_out
+
+
+def _part_pieces(offsets: Sequence[tuple[int, int]], parts: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the ``parts`` (J, 2: character spans of a text, in order and apart) each word piece read from the
+    text (character ``offsets`` (T, 2)) starts in: the part of each such piece, and the piece's position.  → (N,), (N,)
+    """
+    if not len(parts):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    at, end = np.array(offsets, dtype=np.int64).reshape(-1, 2).T  # (T,) where each piece starts and ends
+    spans = np.array(parts, dtype=np.int64).reshape(-1, 2)  # (J, 2)
+    part = np.searchsorted(spans[:, 0], at, side="right") - 1  # (T,) the last part starting at or before the piece
+    read = np.flatnonzero((end > at) & (part >= 0) & (at < spans[np.maximum(part, 0), 1]))  # [CLS], [SEP]: empty
+    return part[read], read
 
 
 def _batches(lengths: Sequence[int]) -> list[tuple[np.ndarray, int]]:

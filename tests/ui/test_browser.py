@@ -136,6 +136,8 @@ def test_upload_ask_and_delete_a_paper(page: Page, tmp_path: Path) -> None:
     page.get_by_role("tab", name="Dashboard").click()
     for plot in ("stages", "histogram", "counts", "memory"):
         expect(page.locator(f"#plot-{plot} img")).to_be_visible()
+    named = "Latency per stage over time plot visualising provided data"  # not "undefined plot …" (a screen reader)
+    expect(page.locator("#plot-stages img")).to_have_attribute("alt", named)
     expect(page.locator("#latency-percentiles")).to_contain_text("summarize")
     assert re.search(r"ask\s+\d+\s+[\d.]+\s+[\d.]+", page.locator("#latency-percentiles").inner_text())
     page.locator("#bench-tokens input").fill("32768")

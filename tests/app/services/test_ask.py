@@ -520,6 +520,29 @@ def test_a_question_naming_a_document_reads_it_first_and_fragments_come_last(che
     assert whole == [True] * (len(hits) - 1) + [False], whole  # "Blowhole", the fragment, comes last
 
 
+def test_a_name_another_document_cites_and_title_words_in_a_row_name_a_document(checkpoint: Path) -> None:
+    """A name that another document's text uses once is still a name (the walk's "What license is S2ORC released
+    under?" cited Multi-LexSum's license: a paper that cites S2ORC once made S2ORC a topic); capitalised words in a
+    row name the document whose title holds them all ("the Beyond Summarization study": other papers' text says
+    "beyond", another title "summarization"), and a row that no title holds is read word by word."""
+    from model.inference.qa import named_documents
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    gleaner = [" ".join(f"Gleaner holds {n} papers of field {i}." for i in range(3)) for n in range(3, 6)]  # 9 uses
+    documents = [
+        document_text("gleaner", "\n\n".join([*gleaner, *RISKS]), "Gleaner: An Open Corpus of Papers"),
+        document_text("beyond", "\n\n".join(["We build on Gleaner for our study.", *RISKS]), "Beyond Reading: Tools"),
+        document_text("aids", "\n\n".join(["Reading goes beyond the abstract.", *RISKS]), "Reading Aids for Papers"),
+    ]
+    index = CollectionIndex.build(model, documents)
+    row = {name: index.document_ids.index(name) for name in ("gleaner", "beyond", "aids")}
+    assert named_documents(index, "What license is Gleaner released under?") == (row["gleaner"],)  # 9 of 10 uses
+    assert named_documents(index, "What did the Beyond Reading study find?") == (row["beyond"],)
+    assert named_documents(index, "What does the Gleaner Team say?") == (row["gleaner"],)  # "Team": in no title
+    assert named_documents(index, "What do Reading tools offer?") == tuple(sorted((row["beyond"], row["aids"])))
+
+
 def test_a_passage_of_questions_comes_after_the_passages_that_answer(checkpoint: Path) -> None:
     """A questionnaire ("What (other) tasks could the dataset be used for? Please provide a description.") is like
     the question, not an answer to it: its passage comes after every passage that says something, though it
@@ -582,6 +605,8 @@ def test_a_count_is_cited_where_a_figure_counts_the_thing_asked_about_of_its_sub
     assert text[a:b].startswith("S2ORC consists of 81.1M papers"), text[a:b]
     elsewhere = Question.encode(model, "How many papers are there?", index)  # no subject: both count papers
     assert int(counting_sentences(index, elsewhere).sum()) == 2
+    compound = Question.encode(model, "What corpus does the paper introduce, and how many papers does it hold?", index)
+    assert compound.asks_figure and counting_sentences(index, compound).any()  # the count asked after a comma
 
 
 def test_a_count_in_a_fragment_leaves_the_passage_its_whole_sentence(checkpoint: Path) -> None:

@@ -34,6 +34,7 @@ def test_figure_and_table_captions_are_no_summary_sentences() -> None:
         "Results\n\nSCIBERT outperforms BERT-Base on computer science tasks.\n\n"
         "Table 1: Test performances of all BERT variants on all tasks and datasets.\n\n"
         "Figure 2. Distribution of papers by field of study.\n\n"
+        "Figure 3: The toolkit. (A) Recipes process a PDF. (B) They compose models. (D, E) Layers.\n\n"
         "As Table 1 shows, finetuning helps on every dataset."
     )
     document = parse_text("scibert.txt", "SciBERT", "txt", text, "")

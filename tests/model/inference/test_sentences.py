@@ -86,6 +86,7 @@ def test_kinds_are_one_small_integer_per_sentence() -> None:
         ("This follows earlier work [44] on papers.", "", "papers"),  # a citation mark is no figure
         ("We collected papers, 213M of them.", "", "papers"),  # not across the end of a phrase
         ("We also maintain employee networks.", "", "employee"),
+        ("PRIMERA produces the longest summaries of 416 words on average.", "words", "summaries"),  # not past "of"
     ],
 )
 def test_what_the_figures_of_a_sentence_count(text: str, counts: str, not_counted: str) -> None:
