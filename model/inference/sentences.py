@@ -34,6 +34,7 @@ import numpy as np
 from ingest.segment import SPEAKER
 
 MIN_WORDS = 4  # a whole sentence has at least this many words
+MAX_HEADING_WORDS = 10  # a line in title case of at most this many words is a heading (``_is_heading``)
 WHOLE, FIGURE, QUESTION, DATE = 1, 2, 4, 8  # the bits of a sentence's kind
 COUNT_AFTER, COUNT_BEFORE = 4, 2  # words after and before a figure that it counts or labels
 
@@ -62,7 +63,17 @@ _BEFORE_A_COUNT = frozenset(
     "of than by to with from at in for per about over under nearly almost approximately".split()
 )
 # "How many X …", "the number of X", "the total X", "how much X": what the question counts (``counted_word``)
-_COUNT_CUE = re.compile(r"\b(?:how many|how much|number of|amount of|total)\s+", re.IGNORECASE)
+# A statement's amount that a question asks for ("What was NVIDIA's net income in fiscal 2023?", "What were the total
+# revenues for …"): the line item, then a preposition, a verb or the question's end
+AMOUNT = (
+    r"(?:(?:net|total|gross|operating)\s+)*(?:income|revenues?|sales|profits?|earnings|expenses?)\b"
+    r"(?=\s+(?:in|for|of|during|at|on|from|over|was|were)\b|\s*[?.]|\s*$)"
+)
+_WHAT_WAS = r"what (?:is|was|were|are) (?:the |\S+['\u2019]s )?"  # "What was the …", "What were Apple's …"
+_COUNT_CUE = re.compile(
+    rf"\b(?:how many|how much|number of|amount of|total)\s+|\b{_WHAT_WAS}(?={AMOUNT})", re.IGNORECASE
+)
+_JOINING = frozenset("and or but nor".split())
 _NOT_COUNTED = frozenset(
     "a an the are is was were be been do does did have has had can could will would should in of for on at to by from"
     " with as per during over under among between there that which who whose this these those it its their they we"
@@ -73,9 +84,19 @@ _NOT_COUNTED = frozenset(
 def sentence_kind(text: str) -> int:
     """The kind bits of one sentence's text."""
     plain = _CITATION.sub(" ", _ADDRESS.sub(" ", SPEAKER.sub("", text, count=1)))  # a speaker's name says nothing
-    kind = WHOLE if len(_WORD.findall(plain)) >= MIN_WORDS and not text.rstrip().endswith(":") else 0
+    words = _WORD.findall(plain)
+    whole = len(words) >= MIN_WORDS and not text.rstrip().endswith(":") and not _is_heading(text, words)
+    kind = WHOLE if whole else 0
     kind |= FIGURE if _FIGURE.search(_YEAR_ALONE.sub(" ", plain)) else 0  # a year alone quotes no amount
     return kind | (QUESTION if _ASKS.search(text) else 0) | (DATE if _DATE.search(plain) else 0)
+
+
+def _is_heading(text: str, words: list[str]) -> bool:
+    """A line in title case, not ended as a sentence is: "Revenue by Reportable Segments", "President and Chief
+    Executive Officer" (a filing's heading and a signature's title say what follows, not the answer)."""
+    long = [w for w in words if len(w) >= 4 and w.isalpha()]
+    ended = text.rstrip()[-1:] in ".!?;\"'”’)]"
+    return not ended and len(words) <= MAX_HEADING_WORDS and len(long) >= 2 and all(w[0].isupper() for w in long)
 
 
 def sentence_kinds(texts: Sequence[str]) -> np.ndarray:
@@ -100,7 +121,8 @@ def counted_text(text: str) -> str:
         if i and tokens[i - 1].lower().rstrip(".") in _REFERENCE:  # "Note 16 - Employee Retirement Plans"
             continue
         if _YEAR.fullmatch(token):  # "In 2012, …", "the 2012 Employee Stock Purchase Plan": no count
-            if i + 1 < len(tokens) and tokens[i + 1][:1].islower():  # "2000 participants" is one
+            after = tokens[i + 1] if i + 1 < len(tokens) else ""
+            if after[:1].islower() and after not in _NOT_COUNTED | _JOINING:  # "2000 participants"; not "2023 and …"
                 counted.extend(tokens[i + 1 : i + 1 + COUNT_AFTER])
             continue
         for j in range(i - 1, max(i - 1 - COUNT_BEFORE, -1), -1):
@@ -122,7 +144,8 @@ def counted_word(question: str) -> str | None:
     """The word a question asks the count or amount of, or None: after "how many", the first plural word before the
     verb ("How many participants took part …" → "participants", "How many full-time employees does …" →
     "employees") or else the first ("How many staff work …" → "staff"); after the other cues, the last word before
-    the verb or preposition ("the total net revenue in …" → "revenue")."""
+    the verb or preposition ("the total net revenue in …" → "revenue", "What was NVIDIA's net income in …" →
+    "income")."""
     cue = _COUNT_CUE.search(question)
     if cue is None:
         return None

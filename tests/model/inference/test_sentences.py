@@ -29,6 +29,9 @@ from model.inference.sentences import (
         ("In 1,982 cases the rule held.", WHOLE | FIGURE),  # a count, not a year
         ("See section 2019.5 of the law.", WHOLE | FIGURE),
         ("May I ask you something about it?", WHOLE | QUESTION),  # a month's name alone is no date
+        ("Revenue by Reportable Segments", 0),  # a heading in title case
+        ("President and Chief Executive Officer", 0),  # a signature's title
+        ("We report our results in two Segments: Compute and Graphics", WHOLE),  # lower-case words: a sentence
         ("Margins rose to 12.5% of revenue.", WHOLE | FIGURE),
         ("Revenue was $4.2 billion this year.", WHOLE | FIGURE),
         ("We also maintain employee networks.", WHOLE),
@@ -87,6 +90,7 @@ def test_kinds_are_one_small_integer_per_sentence() -> None:
         ("We collected papers, 213M of them.", "", "papers"),  # not across the end of a phrase
         ("We also maintain employee networks.", "", "employee"),
         ("PRIMERA produces the longest summaries of 416 words on average.", "words", "summaries"),  # not past "of"
+        ("A benefit of $187 million for fiscal year 2023 and income tax expense.", "fiscal", "income"),  # "2023 and"
     ],
 )
 def test_what_the_figures_of_a_sentence_count(text: str, counts: str, not_counted: str) -> None:
@@ -107,6 +111,10 @@ def test_what_the_figures_of_a_sentence_count(text: str, counts: str, not_counte
         ("how many episodes in season 1 of the show", "episodes"),
         ("How much did they pay?", None),
         ("What does the paper propose?", None),
+        ("What was NVIDIA's net income in fiscal 2023?", "income"),  # a statement's line item
+        ("What were Oracle's total revenues?", "revenues"),
+        ("What was the loss function used?", None),
+        ("What is income inequality?", None),
     ],
 )
 def test_what_a_question_asks_the_count_of(question: str, word: str | None) -> None:
