@@ -25,7 +25,7 @@ from ingest.document import IngestError, Page, ParsedDocument, Section, Sentence
 from ingest.htmltext import html_blocks
 from ingest.paperxml import read_paper_xml
 from ingest.pdf import generic_title, page_ranges, read_pdf, registrant_title
-from ingest.segment import SPEAKER, section_name, segment
+from ingest.segment import CAPTION, SPEAKER, heading_title, section_name, segment
 from ingest.sources import InputItem, Limits, item_chunks, item_hash, size_text
 from ingest.textfile import decode_text, stream_text
 
@@ -41,6 +41,8 @@ PART_CHARS = 4 << 20  # a text file longer than this many characters is ingested
 _TITLE_CHARS = 200
 _TITLE_WORDS = 20  # a longer first line of a text file is a paragraph, not its title
 _PARAGRAPH_BREAK = "\n\n"
+_NO_WORD = re.compile(r"[A-Za-z0-9+/=]{41,}")  # a run of Latin letters and digits too long for a word (base64 too)
+MIN_CHECKED_CHARS = 1_000  # shorter text is not checked for words
 _MEASURE = re.compile(r"(?<![\w.])(?:\d+\.\d+|\d{2,})(?![\w.])")  # 88.857, 2016: three or more make a table row
 _NOT_A_TITLE = re.compile(
     r"(?i)^(?:proceedings|arxiv|published|accepted|preprint|copyright|journal|vol\.|content from this work)"
@@ -112,6 +114,7 @@ def _parse_plain(item: InputItem) -> Iterator[ParsedDocument]:
         text = normalize_text(first or "")
         if not text:
             raise IngestError(item.source, "empty file" if first is None else "no text (only whitespace)")
+        _check_words(item.source, text)
         title = _first_line(text) or _stem(item.source)
         yield _document(item.source, title, item.kind, text, item_hash(item), markdown=markdown, warnings=warnings)
         return
@@ -120,11 +123,22 @@ def _parse_plain(item: InputItem) -> Iterator[ParsedDocument]:
         text = normalize_text(part or "")
         if not text:
             continue
+        _check_words(f"{item.source}#part {number}", text)
         title = title or _first_line(text) or _stem(item.source)
         part_hash = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         source = f"{item.source}#part {number}"
         yield _document(
             source, f"{title} (part {number})", item.kind, text, part_hash, markdown=markdown, warnings=warnings
+        )
+
+
+def _check_words(source: str, text: str) -> None:
+    """Refuse text most of which is runs of Latin letters and digits too long to be words (random or encoded data:
+    indexing 3 MB of it would take many minutes and find nothing). Scripts written without spaces are not Latin."""
+    runs = sum(len(run) for run in _NO_WORD.findall(text))
+    if len(text) >= MIN_CHECKED_CHARS and runs >= 0.5 * len(text):
+        raise IngestError(
+            source, f"not text in words: {runs / len(text):.0%} of it is runs of letters without a space (data?)"
         )
 
 
@@ -210,22 +224,36 @@ def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None
 
 
 _FOOTNOTE = re.compile(r"^\d{1,2}(?:https?:|[A-Z])")  # "4https://…", "20Used to determine …"
+# Words a sentence does not end on: a page that stops on one goes on in the next ("… to replenish the" + "DRF.")
+_NEVER_LAST = frozenset("the a an of to and or but in on at by for from with as than that which whose".split())
 
 
 def _page_joint(page: str, following: str) -> tuple[str, str]:
     """``page`` and what joins it to the ``following`` page's text: a paragraph break, or — when the page stops
     mid-sentence (its last line ends on a letter, a digit or a comma and is no footnote or arXiv stamp) and the next
-    page goes on in lower case — a space, so the sentence stays whole; a word hyphenated across the page break
-    loses its hyphen ("cor-" + "pus")."""
+    page goes on in lower case, or the page stops on a comma or a word that cannot end a sentence ("… to replenish
+    the" + "DRF.", "On May 18, 2017," + "President …") and the next page starts no heading — a space, so the
+    sentence stays whole; a word hyphenated across the page break loses its hyphen ("cor-" + "pus")."""
     lines = page.rstrip().rsplit("\n", 1)
     last = lines[-1].strip()
-    if not following[:1].islower() or not last or _FOOTNOTE.match(last) or "arXiv:" in last:
+    if not last or _FOOTNOTE.match(last) or "arXiv:" in last:
+        return page, _PARAGRAPH_BREAK
+    if not following[:1].islower() and not _goes_on(last, following):
         return page, _PARAGRAPH_BREAK
     if re.search(r"[a-z]-$", last):
         return page.rstrip()[:-1], ""
     if last[-1].isalnum() or last[-1] == ",":
         return page.rstrip(), " "
     return page, _PARAGRAPH_BREAK
+
+
+def _goes_on(last: str, following: str) -> bool:
+    """Whether a page whose ``last`` line stops on a comma or a function word ("the", "of", "and" …) goes on in the
+    ``following`` page's first line, which is neither a heading nor a caption."""
+    word = last.rsplit(maxsplit=1)[-1]
+    first = following.split("\n", 1)[0].strip()
+    ends_open = word.endswith(",") or word.lower() in _NEVER_LAST
+    return ends_open and bool(first) and heading_title(first) is None and not CAPTION.match(first)
 
 
 def _parse_paper_xml(source: str, data: bytes, content_hash: str) -> ParsedDocument:

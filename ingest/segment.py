@@ -100,6 +100,7 @@ CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+
 _BOUNDARY = re.compile(
     r"(?<=[a-z])[.!?]\d{1,2}(?=\s+[\"'\u201c\u2018(\[]?[A-Z])"
     r"|(?<=[a-z]{4})\.(?= +[a-z]{2})"
+    r"|(?<=[a-z]{2})[.!?](?=[A-Z][a-z])"  # no space after the stop: a transcript's "recorded.It will be …"
     r"|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
     r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)"
     r"|\n(?=[ \t]*[A-Z][\w'\u2019.-]*(?:[ \t][A-Z0-9][\w'\u2019.-]*){0,3}:[ \t])"
@@ -183,6 +184,8 @@ _ABBREVIATIONS = {
     "Prop",
     "Alg",
 }
+# Abbreviations before a number: "H.Rept. 115-239", "No. 5", "Sec. 3", "Vol. 2", "pp. 12"
+_BEFORE_NUMBER = frozenset("No Nos Vol Vols Sec Secs Rept Doc Pub Stat Art Ch Pt pp Nr".split())
 _LAST_WORD = re.compile(r"\S+$")
 _CONJUNCTIONS = frozenset("and or but nor so then yet which while whereas as than etc".split())
 # The word before a full stop that ends a sentence when the next begins in lower case: a plain word of four or more
@@ -378,6 +381,8 @@ def _abbreviation(text: str, begin: int, dot: int) -> bool:
     if match is None:
         return False
     word = match.group().lstrip("([\"'\u201c\u2018")
+    if word.rsplit(".", 1)[-1] in _BEFORE_NUMBER and text[dot + 1 : dot + 8].lstrip()[:1].isdigit():
+        return True
     return word in _ABBREVIATIONS or _INITIALS.fullmatch(word) is not None
 
 

@@ -163,8 +163,8 @@ def read_status(records: list[dict[str, Any]]) -> str:
     last = asks[-1]["data"]["read"]
     scored = "IndexPool tier 1" if last["compressed"] else "uncompressed keys: under 10,000 tokens"
     return (
-        f"Last question: answered on **{last['device']}**, read {last['tokens_read']:,} tokens of "
-        f"{last['tokens']:,} ({scored}), "
+        f"Last question: answered on **{last['device']}**, read {last['tokens_read']:,} tokens' keys and values "
+        f"(summed over the sparse layers) of a selection of {last['tokens']:,} tokens ({scored}), "
         f"tier-2 hit rate {100 * last['tier2_hit_rate']:.0f} %, {last['bytes_read'] / 2**10:,.0f} KiB from disk."
     )
 

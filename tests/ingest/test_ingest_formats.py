@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,6 +78,13 @@ def test_binary_and_blank_content_rejected() -> None:
     assert isinstance(error, IngestError) and "no text" in error.reason
     [error] = parse_item(InputItem("empty.txt", "txt", data=b""))
     assert isinstance(error, IngestError) and error.reason == "empty file"
+    letters = bytes(
+        random.Random(0).choice(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(5000)
+    )
+    error = _one("random.txt", "txt", letters)  # indexing 3 MB of this took many minutes and found nothing
+    assert isinstance(error, IngestError) and error.reason.startswith("not text in words: 100% of it is runs")
+    words = _one("words.txt", "txt", b"Some words. " * 500)
+    assert isinstance(words, ParsedDocument)
 
 
 def test_markdown_headings(check_document: Check) -> None:
@@ -178,7 +186,8 @@ def test_a_cp1252_byte_late_in_a_long_file_sets_the_encoding(tmp_path: Path) -> 
     assert isinstance(doc, ParsedDocument) and doc.warnings == ["not UTF-8; decoded as cp1252"]
     assert doc.text.endswith("Caf\u00e9 \u2014 fin.")
     new = tmp_path / "new.txt"
-    new.write_bytes(b"x" * ((1 << 20) - 1) + " \u00e9t\u00e9.".encode())  # the 2-byte 'é' straddles the 1 MiB chunk
+    filler = (b"words " * (1 << 18))[: (1 << 20) - 1]
+    new.write_bytes(filler + " \u00e9t\u00e9.".encode())  # the 2-byte 'é' straddles the 1 MiB chunk
     [doc] = parse_item(InputItem(str(new), "txt", path=new))
     assert isinstance(doc, ParsedDocument) and not doc.warnings and doc.text.endswith(" \u00e9t\u00e9.")
 
@@ -322,3 +331,13 @@ def test_a_filing_is_titled_by_its_registrant_and_a_generic_heading_is_no_title(
     path.write_bytes(text_pdf("Table of Contents", [contents]))
     [doc] = parse_item(InputItem(str(path), "pdf", path=path))
     assert isinstance(doc, ParsedDocument) and doc.title == "Quarterly results of the widget business"
+
+
+def test_a_sentence_across_a_page_break_stays_whole() -> None:
+    """A page that stops on a word no sentence ends on, or on a comma, goes on in the next whatever its case ("… to
+    replenish the" + "DRF." was cut in two), unless the next page starts with a heading or a caption."""
+    assert pipeline._page_joint("passed to replenish the", "DRF. The fund was used.")[1] == " "
+    assert pipeline._page_joint("On May 18, 2017,", "President Trump announced it.")[1] == " "
+    assert pipeline._page_joint("It ends here.", "Next page")[1] == "\n\n"
+    assert pipeline._page_joint("as shown in the results of", "2 Related Work\nText")[1] == "\n\n"
+    assert pipeline._page_joint("the figures are as follows,", "Table 3: Results")[1] == "\n\n"

@@ -35,6 +35,17 @@ def test_a_patent_figure_reference_does_not_end_a_sentence() -> None:
     ]
 
 
+def test_a_stop_without_a_space_ends_a_sentence_and_a_report_number_does_not() -> None:
+    """A transcript's "recorded.It will …" is two sentences (they were glued into runs of up to 1,000 characters);
+    "H.Rept. 115-239" and "No. 5" are one, as abbreviations before a number."""
+    text = "This call is being recorded.It will be posted. See the report (H.Rept. 115-239) and No. 5 here."
+    assert _sentences(text) == [
+        "This call is being recorded.",
+        "It will be posted.",
+        "See the report (H.Rept. 115-239) and No. 5 here.",
+    ]
+
+
 def test_a_footnote_mark_after_a_full_stop_ends_the_sentence() -> None:
     text = "It changed AI-assisted writing.1 The models write well.2 As a result, we use them in version 3.1 Then."
     assert _sentences(text) == [
