@@ -7,7 +7,7 @@ import re
 import unicodedata
 from collections import Counter
 
-from ingest.segment import CAPTION, heading_title
+from ingest.segment import CAPTION, NEVER_LAST, heading_title
 from ingest.tables import label_rows
 
 _LIGATURES = str.maketrans(
@@ -263,6 +263,8 @@ def _reflow(lines: list[str], rows: set[int], vocabulary: set[str]) -> str:
             if not _keep_hyphen(hyphen.group(1), line, vocabulary):
                 out[-1] = out[-1][:-1]
             separator = ""
+        elif prev.rsplit(maxsplit=1)[-1].lower() in NEVER_LAST:
+            separator = " "  # a short line that stops on "and" goes on: "… Administration: Background and" + "Issues"
         elif len(prev) < 0.6 * typical or (len(prev) < 0.85 * typical and _SENTENCE_END.search(prev)):
             separator = "\n\n"
         else:

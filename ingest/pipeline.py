@@ -25,7 +25,7 @@ from ingest.document import IngestError, Page, ParsedDocument, Section, Sentence
 from ingest.htmltext import html_blocks
 from ingest.paperxml import read_paper_xml
 from ingest.pdf import generic_title, page_ranges, read_pdf, registrant_title
-from ingest.segment import CAPTION, SPEAKER, heading_title, section_name, segment
+from ingest.segment import CAPTION, NEVER_LAST, SPEAKER, heading_title, section_name, segment
 from ingest.sources import InputItem, Limits, item_chunks, item_hash, size_text
 from ingest.textfile import decode_text, stream_text
 
@@ -224,8 +224,6 @@ def _parse_pdf(source: str, data: bytes, content_hash: str, password: str | None
 
 
 _FOOTNOTE = re.compile(r"^\d{1,2}(?:https?:|[A-Z])")  # "4https://…", "20Used to determine …"
-# Words a sentence does not end on: a page that stops on one goes on in the next ("… to replenish the" + "DRF.")
-_NEVER_LAST = frozenset("the a an of to and or but in on at by for from with as than that which whose".split())
 
 
 def _page_joint(page: str, following: str) -> tuple[str, str]:
@@ -252,7 +250,7 @@ def _goes_on(last: str, following: str) -> bool:
     ``following`` page's first line, which is neither a heading nor a caption."""
     word = last.rsplit(maxsplit=1)[-1]
     first = following.split("\n", 1)[0].strip()
-    ends_open = word.endswith(",") or word.lower() in _NEVER_LAST
+    ends_open = word.endswith(",") or word.lower() in NEVER_LAST
     return ends_open and bool(first) and heading_title(first) is None and not CAPTION.match(first)
 
 

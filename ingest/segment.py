@@ -186,6 +186,8 @@ _ABBREVIATIONS = {
 }
 # Abbreviations before a number: "H.Rept. 115-239", "No. 5", "Sec. 3", "Vol. 2", "pp. 12"
 _BEFORE_NUMBER = frozenset("No Nos Vol Vols Sec Secs Rept Doc Pub Stat Art Ch Pt pp Nr".split())
+# Words a sentence does not end on: a line or a page that stops on one goes on ("… to replenish the" + "DRF.")
+NEVER_LAST = frozenset("the a an of to and or but in on at by for from with as than that which whose".split())
 _LAST_WORD = re.compile(r"\S+$")
 _CONJUNCTIONS = frozenset("and or but nor so then yet which while whereas as than etc".split())
 # The word before a full stop that ends a sentence when the next begins in lower case: a plain word of four or more

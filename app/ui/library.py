@@ -33,7 +33,7 @@ def documents_table(services: Services, collection: str, request: gr.Request) ->
             d.id,
             d.title,
             d.status,
-            d.pages,
+            d.pages or "",  # a text file has no pages: not "0"
             d.tokens,
             needs_ocr_cell(d.needs_ocr_pages, d.error),
             d.error or "",

@@ -179,3 +179,12 @@ def test_a_caption_inside_a_sentence_follows_it() -> None:
         "Table 3: Participants.",
         "The study ends here.",
     ], paragraphs
+
+
+def test_a_title_wrapped_after_a_function_word_stays_one_line() -> None:
+    """A report's title printed over two lines ("… Background and" / "Issues") was two paragraphs, and so two
+    "sentences" that LEAD quoted; a short line that stops on "and", "of", "the" … goes on."""
+    body = "The agency is an entity within the department, and its mission is to provide leadership and support."
+    page = "The U.S. Fire Administration: Background and\nIssues\nBackground\n" + "\n".join([body] * 6)
+    [text] = clean_pdf_pages([page])
+    assert text.split("\n\n")[:2] == ["The U.S. Fire Administration: Background and Issues", "Background"], text

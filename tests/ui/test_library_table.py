@@ -22,7 +22,9 @@ def test_documents_are_shown_by_title_whatever_its_case(tmp_path: Path) -> None:
     for name in ("IS1006b", "education_10", "ES2009b"):  # titled by file name: they open with transcript turns
         (tmp_path / f"{name}.txt").write_text(f"Project Manager: So.\nMarketing: The {name} meeting opens.\n")
         assert [e.status for e in services.ingest.ingest([tmp_path / f"{name}.txt"], "meetings")] == ["ingested"]
-    shown = documents_table(services, "meetings", None)["title"].tolist()
+    table = documents_table(services, "meetings", None)
+    shown = table["title"].tolist()
     assert shown == ["education_10", "ES2009b", "IS1006b"]  # stored by source path: ES…, IS…, education…
+    assert table["pages"].tolist() == ["", "", ""]  # a text file has no pages (the walk saw "0")
     choices = summary_documents(services, "meetings", None)["choices"]
     assert [label.split(": ", 1)[1] for label, _ in choices] == shown
