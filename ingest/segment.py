@@ -97,10 +97,16 @@ CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+
 # stays with its sentence), at a full stop after a lower-case word before a lower-case word ("documents. papermage
 # offers", a name written in lower case: ``_LOWER_START``), at a line break before a list item, or at a line break
 # before a speaker label ("Project Manager: ...", a transcript's next turn).
+# Words that open a sentence glued to the one before ("… being recorded.It will be …"), where a capitalised word
+# after a full stop is more often code ("threading.Timer", "csv.DictReader")
+_OPENERS = (
+    "It The This That These Those There They We Our I In As At On For And But So Now Thank Thanks Yes No Okay Please"
+    " Let If When What How Also Finally First Next He She You Your My Good Turning Operator"
+).split()
 _BOUNDARY = re.compile(
     r"(?<=[a-z])[.!?]\d{1,2}(?=\s+[\"'\u201c\u2018(\[]?[A-Z])"
     r"|(?<=[a-z]{4})\.(?= +[a-z]{2})"
-    r"|(?<=[a-z]{2})[.!?](?=[A-Z][a-z])"  # no space after the stop: a transcript's "recorded.It will be …"
+    r"|(?<=[a-z]{2})[.!?](?=(?:" + "|".join(_OPENERS) + r")\b)"  # no space: a transcript's "recorded.It will …"
     r"|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
     r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)"
     r"|\n(?=[ \t]*[A-Z][\w'\u2019.-]*(?:[ \t][A-Z0-9][\w'\u2019.-]*){0,3}:[ \t])"
