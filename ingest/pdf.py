@@ -1,7 +1,8 @@
 """PDF text extraction, page by page, turning every failure into a clear IngestError.
 
 Each page is extracted with pypdf and with pdfium (``pypdfium2``) and the more readable text is kept
-(``ingest.textquality``: dictionary words, fewer split or fused words, no glyph names); pypdf alone on files pdfium
+(``ingest.textquality``: dictionary words, fewer split or fused words, no glyph names), with the spaces either
+puts between words the other runs together; pypdf alone on files pdfium
 cannot open, pdfium alone on damaged files pypdf cannot read. A page whose text layer is glyph names rather than
 words is left out (empty) and listed in ``PdfText.unreadable``.
 """
@@ -23,7 +24,7 @@ from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
 from ingest.document import IngestError
-from ingest.textquality import frequent_words, measure
+from ingest.textquality import frequent_words, measure, spaced_as
 
 # Titles that name no document: authoring-tool leftovers, file names, and the headings every filing or report
 # starts with ("Table of Contents", "FORM 10-K", "UNITED STATES SECURITIES AND EXCHANGE COMMISSION").
@@ -175,10 +176,12 @@ def _pdfium_pages(data: bytes, password: str | None) -> tuple[list[str], list[in
 
 
 def _more_readable(first: list[str], second: list[str]) -> list[str]:
-    """Per page, the more readable of two extractions of the same pages (ties: the first)."""
+    """Per page, the more readable of two extractions of the same pages (ties: the first), each first given the
+    spaces the other puts between words it runs together (``spaced_as``)."""
     own = frequent_words(first + second)
     chosen = []
     for a, b in zip(first, second, strict=True):
+        a, b = spaced_as(a, b), spaced_as(b, a)
         chosen.append(b if measure(b, own).score > measure(a, own).score else a)
     return chosen
 

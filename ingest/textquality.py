@@ -44,6 +44,8 @@ _FUNCTION_WORDS = frozenset(
 # no function word ("bylaws", "undertakes"; "bythe" and "overthe" stay fused).
 _COMPOUND_HEADS = frozenset(("here", "there", "where"))
 _PREFIXES = frozenset(("by", "out", "over", "under", "up"))
+_WORD_START = re.compile(r"[^\W\d_]{3}")
+_MARKS = "\"'()[]{},.;:!?\u2018\u2019\u201c\u201d"  # what may stand around a word in a token
 _JOINED = "-'\u2019"  # an apostrophe or a hyphen next to a piece makes it part of a word, not a fragment
 FLAWED_SHARE = 0.02  # a page with at least this share of split or fused words (and 3 of them) is flawed
 UNREADABLE_SHARE = 0.3  # a page whose tokens are at least this share glyph names is unreadable
@@ -147,3 +149,37 @@ def _fused(word: str, words: frozenset[str]) -> bool:
         ):
             return True
     return False
+
+
+def spaced_as(text: str, other: str) -> str:
+    """``text`` with a space added inside each token that ``other`` — the same page as another extractor reads it —
+    writes as two tokens side by side and never whole, unless the token is one dictionary word or the cut is not
+    between words (``_between_words``: "a2", "∗γ", "1280– 9" stay as they are). pdfium runs a word into the next
+    where a printed web page draws the space as a glyph of its own that the next word overlaps ("the
+    USFAAdministrator", "TreasuryAccumulated"); pypdf keeps them apart, and pdfium keeps apart what pypdf runs
+    together ("Wechanged"). A split that a dictionary word would undo ("Th e") is never copied."""
+    tokens = other.split()
+    whole = set(tokens)
+    cuts = {a + b: len(a) for a, b in zip(tokens, tokens[1:], strict=False) if _between_words(a, b)}
+    if not cuts:
+        return text
+    words = dictionary()
+
+    def cut(match: re.Match[str]) -> str:
+        token = match.group()
+        at = cuts.get(token)
+        if at is None or token in whole or token.strip(_MARKS).lower() in words:
+            return token
+        return f"{token[:at]} {token[at:]}"
+
+    return re.sub(r"\S+", cut, text)
+
+
+def _between_words(left: str, right: str) -> bool:
+    """Whether a space between ``left`` and ``right`` parts words: two characters or more ending in a letter or
+    digit, then a word of three letters or more ("USFA Administrator", "clauses,8 similar"; not a drop cap's "A
+    nnotating"), or a comma, stop or bracket, then a letter or digit
+    ("(e.g., tarball", "(2019) 10-K"); not a subscript, a symbol or a hyphen."""
+    if left[-1] in ",.;:?!)]":
+        return right[0].isalnum()
+    return len(left) > 1 and left[-1].isalnum() and _WORD_START.match(right) is not None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ingest.textquality import dictionary, frequent_words, measure
+from ingest.pdf import _pdfium_pages as pdfium_pages
+from ingest.pdf import read_pdf
+from ingest.textquality import dictionary, frequent_words, measure, spaced_as
+from tests.samples import text_pdf
 
 CLEAN = (
     "We changed the method of recognizing revenue over time. Total net sales increased in the year, and the company"
@@ -53,3 +56,25 @@ def test_possessives_hyphenated_codes_and_compounds_are_not_flawed() -> None:
     quality = measure(exhibits)
     assert (quality.split, quality.fused) == (0, 0) and not quality.flawed
     assert (measure("bythe way").fused, measure("Th e total").split) == (1, 1)
+
+
+def test_a_space_one_extraction_keeps_is_put_back_in_the_other() -> None:
+    """Chromium draws a space as a glyph of its own, which pdfium drops ("USFAAdministrator") and pypdf keeps;
+    pdfium keeps apart words pypdf runs together. Either page gets the other's spaces between words, never a split
+    inside a dictionary word, a subscript, a drop cap or after a hyphen."""
+    # "the USFA" is 47.685 points wide; the next word starts half-way through the space after it.
+    space_glyph = b"(the USFA) ' 47.685 0 Td ( ) Tj 1.5 0 Td (Administrator in 2017.) Tj ()"
+    data = text_pdf(None, [["Chief Bryant was named", space_glyph]])
+    pdfium = "Chief Bryant was named the USFAAdministrator in 2017."
+    pypdf = "Chief Bryant was named the USFA Administrator in 2017."
+    assert " ".join(pdfium_pages(data, None)[0][0].split()) == pdfium  # type: ignore[index]
+    assert " ".join(read_pdf(data, "report.pdf").pages[0].split()) == pypdf
+    assert spaced_as(pdfium, pypdf) == pypdf
+    assert spaced_as("Wechanged the clauses,8similar (e.g.,to", "We changed the clauses,8 similar (e.g., to") == (
+        "We changed the clauses,8 similar (e.g., to"
+    )
+    kept = "The a2 under-water Annotating"
+    assert spaced_as(kept, "Th e a 2 under- water A nnotating") == kept
+    assert spaced_as("the USFAAdministrator", "the USFA Administrator and the USFAAdministrator") == (
+        "the USFAAdministrator"
+    )
