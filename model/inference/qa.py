@@ -66,7 +66,17 @@ from model.inference.lexical import (
 )
 from model.inference.passages import DocumentText, pack_passages
 from model.inference.read import CacheConfig, DocumentEntries, DocumentStore, ReadCache, ReadResult, read_passages
-from model.inference.sentences import AMOUNT, DATE, FIGURE, QUESTION, WHOLE, counted_text, counted_word, sentence_kinds
+from model.inference.sentences import (
+    AMOUNT,
+    DATE,
+    FIGURE,
+    QUESTION,
+    WHAT_WAS,
+    WHOLE,
+    counted_text,
+    counted_word,
+    sentence_kinds,
+)
 from model.network.checkpoint import Model
 from model.network.indexpool.cache import KVTiers
 from model.network.minilm import DIM as DENSE_DIM
@@ -80,9 +90,9 @@ READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not re
 _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total revenue …", "What were Oracle's total …",
     # at the question's start or after a comma or "and" ("What dataset does it introduce, and how many papers …")
     r"(?:^|[,;]|\band\b)\s*"
-    r"(?:how (?:many|much|large|big|long|old|often)|what (?:(?:is|was|were|are) (?:the |\S+['\u2019]s )?)?"
+    rf"(?:how (?:many|much|large|big|long|old|often)|(?:{WHAT_WAS}|what )"
     r"(?:number|amount|total|percentage|share|value|size|level|rate|price|cost)s?\b|what percent"
-    rf"|what (?:is|was|were|are) (?:the |\S+['\u2019]s )?{AMOUNT})",
+    rf"|{WHAT_WAS}{AMOUNT})",
     re.IGNORECASE,
 )
 _ASKS_DATE = re.compile(r"\s*(?:when\b|(?:in )?(?:what|which) year\b)", re.IGNORECASE)  # "When was …", "What year …"

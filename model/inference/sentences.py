@@ -69,9 +69,9 @@ AMOUNT = (
     r"(?:(?:net|total|gross|operating)\s+)*(?:income|revenues?|sales|profits?|earnings|expenses?)\b"
     r"(?=\s+(?:in|for|of|during|at|on|from|over|was|were)\b|\s*[?.]|\s*$)"
 )
-_WHAT_WAS = r"what (?:is|was|were|are) (?:the |\S+['\u2019]s )?"  # "What was the …", "What were Apple's …"
+WHAT_WAS = r"what (?:is|was|were|are) (?:the |\S+['\u2019]s )?"  # "What was the …", "What were Apple's …"
 _COUNT_CUE = re.compile(
-    rf"\b(?:how many|how much|number of|amount of|total)\s+|\b{_WHAT_WAS}(?={AMOUNT})", re.IGNORECASE
+    rf"\b(?:how many|how much|number of|amount of|total)\s+|\b{WHAT_WAS}(?={AMOUNT})", re.IGNORECASE
 )
 _JOINING = frozenset("and or but nor".split())
 _NOT_COUNTED = frozenset(
