@@ -81,6 +81,9 @@ _CONTINUATIONS = {
 _REFERENCES = {"references", "bibliography", "reference", "literature cited", "works cited"}
 _NUMBERING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.|[A-H]\.\d{1,2}(?:\.\d{1,2})*\.?)\s+")
 _NUMBERED = re.compile(_NUMBERING.pattern + r"[A-Z][^\n]{0,90}$")
+# A sentence end inside a numbered line: a run-in heading, its paragraph going on after it ("6.1.6 Continued Usage
+# in the Wild. Finally, we also"), not a heading line of its own.
+_RUN_IN = re.compile(r"[^\W\d_]{3,}\. [A-Z][a-z]")
 _MARKDOWN = re.compile(r"^#{1,6}\s+(.*?)[\s#]*$")
 _INLINE = re.compile(
     r"(?:(abstract|keywords|key words|index terms|ccs concepts|additional key words and phrases)"
@@ -223,7 +226,13 @@ def heading_title(line: str, markdown: bool = False) -> str | None:
     if line[-1] in ".,;:":
         return None
     words = line.split()
-    if _NUMBERED.match(line) and len(words) <= 12 and len(line) <= 80 and words[-1].lower() not in _CONTINUATIONS:
+    if (
+        _NUMBERED.match(line)
+        and len(words) <= 12
+        and len(line) <= 80
+        and words[-1].lower() not in _CONTINUATIONS
+        and not _RUN_IN.search(line)
+    ):
         return line
     letters = sum(ch.isalpha() for ch in line)
     # ALL CAPS needs two words: a single one is more often an acronym in a table ("BERT") than a heading.

@@ -91,6 +91,8 @@ def test_heading_detection() -> None:
         "Conclusion",
         "A.1 Extra Results",
         "CCS CONCEPTS",
+        "4.2 Results vs. Baselines",
+        "5 Experiments on U.S. Data",
     ]:
         assert heading_title(line) == line, line
     for line in [
@@ -103,6 +105,7 @@ def test_heading_detection() -> None:
         "Table 1: results",
         "we use the following,",
         "introduction",
+        "6.1.6 Volunteered Continued Usage in the Wild. Finally, we also",  # a run-in heading
     ]:
         assert heading_title(line) is None, line
     assert heading_title("## Install it", markdown=True) == "Install it"
