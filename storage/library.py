@@ -452,10 +452,10 @@ class Library:
     def search_sentences(self, collections: list[str], query: str, limit: int, user: str = "") -> list[SentenceHit]:
         """BM25 (SQLite FTS5, porter stemming) over the sentences of ``collections`` (as ``user`` sees them); best
         first."""
-        words = [w for w in _FTS_WORD.findall(query.lower()) if w not in _STOPWORDS] or _FTS_WORD.findall(query.lower())
+        words = search_words(query)
         if not words:
             return []
-        match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+        match = " OR ".join(f'"{w}"' for w in words)
         with self.session() as session:
             collection_ids = [self._collection_id(session, name, user) for name in collections]
             placeholders = ", ".join(f":c{i}" for i in range(len(collection_ids)))
@@ -470,6 +470,28 @@ class Library:
                 {"match": match, "limit": limit, **{f"c{i}": c for i, c in enumerate(collection_ids)}},
             )
             return [SentenceHit(*row) for row in rows]
+
+    def words_held(self, hit: SentenceHit, query: str) -> int:
+        """How many of ``query``'s search words (``search_words``) the sentence of ``hit`` and the sentences beside
+        it in its document hold, as the search matches them (porter stemming)."""
+        around = (
+            "SELECT count(*) FROM sentences_fts WHERE sentences_fts MATCH :word AND rowid IN "
+            "(SELECT id FROM sentences WHERE document_id = :doc AND id BETWEEN :id - 1 AND :id + 1)"
+        )
+        with self.session() as session:
+            return sum(
+                session.execute(
+                    text(around), {"word": f'"{word}"', "doc": hit.document_id, "id": hit.sentence_id}
+                ).scalar_one()
+                > 0
+                for word in search_words(query)
+            )
+
+
+def search_words(query: str) -> list[str]:
+    """The distinct words BM25 looks for: the query's words but stop words (all of them when that leaves none)."""
+    found = _FTS_WORD.findall(query.lower())
+    return list(dict.fromkeys([w for w in found if w not in _STOPWORDS] or found))
 
 
 _STOPWORDS = frozenset(

@@ -31,7 +31,7 @@ from app.services.errors import UserError, storage_errors
 from app.services.indexes import IndexService
 from app.services.sessions import SessionService
 from model.network.paths import indexpool_checkpoint
-from storage.library import Library
+from storage.library import Library, search_words
 from storage.metrics import MetricStore
 
 if TYPE_CHECKING:
@@ -48,6 +48,11 @@ LOW_CONFIDENCE = (
 NO_SHARED_WORDS = (
     "No confident answer: no passage of the chosen collections shares more than one of the question's words or"
     " comes close to it in meaning. The closest passages are cited below."
+)
+
+NO_SHARED_WORD_SENTENCE = (
+    "No confident answer: the best sentence of the chosen collections and those beside it hold only one of the"
+    " question's words. The closest sentences are cited below."
 )
 
 
@@ -124,7 +129,8 @@ class Reader(Protocol):
 
 
 class BM25Reader:
-    """The answer is the best-scoring sentence(s) and the citations are the top-k sentences."""
+    """The answer is the best-scoring sentence(s) and the citations are the top-k sentences; not a confident one
+    when the best sentence and the sentences beside it hold only one of the question's several words."""
 
     name = "bm25"
 
@@ -142,9 +148,14 @@ class BM25Reader:
         ]
         if not citations:
             return Answer(NO_ANSWER, [], self.name, {"retrieve": _ms(started)})
+        timings = {"retrieve": _ms(started)}
+        with storage_errors():
+            held = self.library.words_held(hits[0], question)
+        if held < min(2, len(search_words(question))):  # one shared word of several is chance, as for IndexPool
+            return Answer(NO_SHARED_WORD_SENTENCE, citations, self.name, timings, confident=False)
         best = citations[0].score
         chosen = [c for c in citations[: self.answer_sentences] if c.score >= self.relative_score * best]
-        return Answer(_quote(chosen), citations, self.name, {"retrieve": _ms(started)})
+        return Answer(_quote(chosen), citations, self.name, timings)
 
 
 class IndexPoolReader:

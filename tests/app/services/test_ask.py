@@ -714,3 +714,13 @@ def test_a_question_asking_when_cites_the_sentence_that_gives_a_date(checkpoint:
     question.asks_date = False
     a, b = spans[best_sentence(model, index, question, hit.passage)]
     assert text[a:b].startswith("The charter of rights was established"), text[a:b]
+
+
+def test_the_bm25_reader_is_not_confident_in_a_sentence_sharing_one_word_of_several(services: Services) -> None:
+    """BM25 answered "Which railway team won the World Cup?" with the railway sentence as if it were the answer."""
+    unsure = services.ask.ask(["notes"], "Which railway team won the World Cup?", top_k=3, reader="bm25")
+    assert not unsure.confident and unsure.answer.startswith("No confident answer"), unsure.answer
+    assert unsure.citations[0].text.startswith("The first public railway")  # the closest sentence, flagged
+    sure = services.ask.ask(["notes"], "When did the first steam railway open?", top_k=3, reader="bm25")
+    assert sure.confident and sure.answer.startswith(f"{sure.citations[0].text} [1]")
+    assert services.ask.ask(["notes"], "krill", top_k=3, reader="bm25").confident  # its only word
