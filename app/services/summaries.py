@@ -53,6 +53,17 @@ _FRONT_MATTER = {"keywords", "key words", "index terms", "ccs concepts", "additi
 _PIECE_BREAK = "\n\n"  # between sections
 _PANEL = re.compile(r"\((?:[A-Za-z]|[ivx]+|\d{1,2})(?:, ?(?:[A-Za-z]|\d{1,2}))*\) ")  # a caption's "(B) ", "(D, E) "
 _LINE_BREAK = "\n"  # between the parts of a section around a cut sentence
+# A sentence about the call itself in a call's transcript: the operator's script, the safe-harbor notice.
+_ABOUT_THE_CALL = re.compile(
+    r"(?i)\b(?:conference call|earnings call|this call\b|listen-only|operator instructions|webcast|safe harbou?r"
+    r"|forward-looking (?:statements?|information)|please go ahead|question-and-answer session"
+    r"|turn (?:the )?(?:call|conference|floor|it) over to|non-GAAP financ\w* measures|no obligation to update"
+    r"|forward-looking comments)"
+)
+_ENDED = re.compile(r"[.!?][\"'’”)\]]*\s*$")  # a sentence's last characters
+# A transcript's turn label written as a sentence: "Bob Butchofsky Speaking." (a name is no summary).
+_TURN_LABEL = re.compile(r"(?:[A-Z][\w.'’-]*\s){1,5}[Ss]peaking\W*")
+CALL_MENTIONS = 3  # a document with this many sentences about the call is a call's transcript
 
 SummaryProgress = Callable[[int, int, str], None]  # (documents done, documents in all, title of the next one)
 
@@ -97,12 +108,35 @@ def captions(document: ParsedDocument) -> frozenset[int]:
     return frozenset(found)
 
 
+def about_the_call(document: ParsedDocument) -> frozenset[int]:
+    """Indices of the sentences about the call itself ("… the conference is being recorded", "(Operator
+    Instructions)", the forward-looking statements notice) when the document is a call's transcript: at least
+    ``CALL_MENTIONS`` such sentences (a news story's one "conference call" is news)."""
+    text, sentences = document.text, document.sentences
+    found = {i for i, s in enumerate(sentences) if _ABOUT_THE_CALL.search(text, s.start, s.end)}
+    if len(found) < CALL_MENTIONS:
+        return frozenset()
+    for i in sorted(found):  # a sentence too long for one, cut in pieces: the pieces after the one found
+        while i + 1 < len(sentences) and not _ENDED.search(text, sentences[i].start, sentences[i].end):
+            i += 1
+            found.add(i)
+    return frozenset(found)
+
+
+def turn_labels(document: ParsedDocument) -> frozenset[int]:
+    """Indices of the sentences that are a transcript's turn labels ("Karen Peterson Speaking.")."""
+    text = document.text
+    return frozenset(i for i, s in enumerate(document.sentences) if _TURN_LABEL.fullmatch(text, s.start, s.end))
+
+
 def body_of(document: ParsedDocument, cut: frozenset[int] = frozenset()) -> tuple[Body, int | None]:
     """The document's sections without their headings, leaving out the abstract and what precedes it, keywords,
-    references, figure and table captions ("Table 1: Test performances of …" says nothing without its table) and
-    the sentences whose indices are in ``cut``; and the index of the abstract section (None when there is none)."""
+    references, figure and table captions ("Table 1: Test performances of …" says nothing without its table), a
+    call transcript's sentences about the call (``about_the_call``) and its turn labels, and the sentences whose
+    indices are in ``cut``;
+    and the index of the abstract section (None when there is none)."""
     abstract = next((i for i, s in enumerate(document.sections) if s.kind == "abstract"), None)
-    cut = cut | captions(document)
+    cut = cut | captions(document) | about_the_call(document) | turn_labels(document)
     by_section: dict[int, list[int]] = {}
     for i, sentence in enumerate(document.sentences):
         if sentence.section is not None:

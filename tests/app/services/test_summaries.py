@@ -43,3 +43,28 @@ def test_figure_and_table_captions_are_no_summary_sentences() -> None:
         "SCIBERT outperforms BERT-Base on computer science tasks.",
         "As Table 1 shows, finetuning helps on every dataset.",
     ], body.document.text
+
+
+def test_a_calls_script_safe_harbor_and_turn_labels_are_no_summary_sentences() -> None:
+    """The walk's summary of two earnings calls quoted "(Operator Instructions) At this time, I would like to turn the
+    conference over to …", the safe-harbor notice's last piece and "Bob Butchofsky Speaking."; a news story's one
+    conference call stays."""
+    from ingest.pipeline import parse_text
+
+    notice = "Forward-looking statements include " + "plans, objectives and guidance, " * 40 + "and other risks."
+    call = (
+        "Welcome to the QLT fourth quarter 2010 conference call. All participants are in a listen-only mode. "
+        "(Operator Instructions) At this time, I would like to turn the conference over to Karen Peterson.\n"
+        f"Karen Peterson Speaking.\n{notice}\nBob Butchofsky Speaking.\n"
+        "We generated almost $16 million in adjusted EBITDA last year. We halted the plug program."
+    )
+    document = parse_text("qlt_call.txt", "", "txt", call, "")
+    assert len(document.text[document.sentences[4].start : document.sentences[4].end]) < len(notice)  # in pieces
+    body, _ = body_of(document)
+    assert [body.document.sentence_text(row) for row in range(len(body.sentences))] == [
+        "We generated almost $16 million in adjusted EBITDA last year.",
+        "We halted the plug program.",
+    ], body.document.text
+    story = "The FEMA director held a conference call with state officials. Power returned on Monday. Roads opened."
+    news = parse_text("storm.txt", "", "txt", story, "")
+    assert len(body_of(news)[0].sentences) == 3
