@@ -67,12 +67,14 @@ _URL_TAIL = re.compile(r"(?:https?://|www\.)\S*$")
 # Prefixes that keep their hyphen across a line break: "self-\nattention" → "self-attention".
 _HYPHEN_PREFIXES = {"self", "non", "cross", "well", "semi", "state", "end", "fine", "real", "zero", "few", "post"}
 _PUNCTUATION = ".,;:!?()[]{}\"'\u201c\u201d\u2018\u2019"
+_ESCAPED_AMPERSAND = re.compile(r"(?<=\w)&amp;(?=\w)")
 _EDGE_LINES = 3  # lines at the top and bottom of a page that may be running headers or footers
 
 
 def normalize_text(text: str) -> str:
-    """Unicode NFC, ligatures expanded, control characters dropped, whitespace tidied, at most one blank line."""
-    text = _NEWLINES.sub("\n", text)
+    """Unicode NFC, ligatures expanded, control characters dropped, whitespace tidied, at most one blank line, and
+    an ampersand left escaped between two words by an export from HTML ("R&amp;D", "SG&amp;A") written as one."""
+    text = _ESCAPED_AMPERSAND.sub("&", _NEWLINES.sub("\n", text))
     text = _CONTROL.sub("", text.translate(_LIGATURES))
     text = unicodedata.normalize("NFC", _SPACES.sub(" ", text))
     text = _TRAILING_SPACES.sub("", _INNER_SPACES.sub(" ", text))

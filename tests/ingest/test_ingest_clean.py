@@ -10,6 +10,14 @@ def test_normalize_ligatures_nfc_controls_and_whitespace() -> None:
     assert normalize_text(raw) == "find the flow, \u00e9t\u00e9 bell\nnext line end\n\nlast word"
 
 
+def test_an_ampersand_escaped_between_words_is_one() -> None:
+    """Call transcripts exported from HTML write "R&amp;D" and "SG&amp;A", which a question's "SG&A" did not match;
+    an escape shown as code or standing between spaces stays."""
+    assert normalize_text('R&amp;D and SG&amp;A; escape("&amp;") is a &amp; b') == (
+        'R&D and SG&A; escape("&amp;") is a &amp; b'
+    )
+
+
 def test_normalize_keeps_indentation() -> None:
     assert normalize_text("def f():\n    return  1\n") == "def f():\n    return 1"
 

@@ -44,6 +44,14 @@ def test_a_stop_without_a_space_ends_a_sentence_and_a_report_number_does_not() -
         "It will be posted.",
         "See the report (H.Rept. 115-239) and No. 5 here.",
     ]
+    glued = "Sales were $90.6 million in 2010.In terms of costs, margins fell 3%.Still, we grew.However, see 4.I. Late."
+    assert _sentences(glued) == [
+        "Sales were $90.6 million in 2010.",
+        "In terms of costs, margins fell 3%.",
+        "Still, we grew.",
+        "However, see 4.I.",
+        "Late.",
+    ]
 
 
 def test_a_footnote_mark_after_a_full_stop_ends_the_sentence() -> None:
