@@ -63,6 +63,33 @@ def held_share(bags: WordBags, owner: torch.Tensor, question: torch.Tensor) -> t
     return held.view(question.shape[0], groups) / sizes.clamp_min(1)
 
 
+# Terms written two ways in filings and earnings calls ("Q4" and "the fourth quarter"): a question that writes one
+# looks for the other too (``with_aliases``).
+_ALIASES = (
+    ("q1", "first quarter"),
+    ("q2", "second quarter"),
+    ("q3", "third quarter"),
+    ("q4", "fourth quarter"),
+    ("r&d", "research and development"),
+    ("sg&a", "selling, general and administrative"),
+    ("eps", "earnings per share"),
+    ("cogs", "cost of goods sold"),
+    ("capex", "capital expenditures"),
+)
+_ALIAS_FORMS = [
+    (re.compile(rf"(?<![\w&]){re.escape(form)}(?![\w&])", re.IGNORECASE), other)
+    for pair in _ALIASES
+    for form, other in (pair, pair[::-1])
+]
+
+
+def with_aliases(question: str) -> str:
+    """``question`` followed by the other form of each term of ``_ALIASES`` it writes ("… in Q4?" + "fourth
+    quarter")."""
+    others = [other for form, other in _ALIAS_FORMS if form.search(question)]
+    return " ".join([question, *others])
+
+
 def question_words(question: str) -> torch.Tensor:
     """(Q,) int64 distinct word ids of a question."""
     return torch.as_tensor(sorted(set(word_ids(question))), dtype=torch.int64)

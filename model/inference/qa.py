@@ -62,6 +62,7 @@ from model.inference.lexical import (
     held_share,
     question_words,
     stopword_ids,
+    with_aliases,
     word_ids,
 )
 from model.inference.passages import DocumentText, pack_passages
@@ -91,7 +92,7 @@ _ASKS_FIGURE = re.compile(  # "How many employees …", "What was the total reve
     # at the question's start or after a comma or "and" ("What dataset does it introduce, and how many papers …")
     r"(?:^|[,;]|\band\b)\s*"
     rf"(?:how (?:many|much|large|big|long|old|often)|(?:{WHAT_WAS}|what )"
-    r"(?:number|amount|total|percentage|share|value|size|level|rate|price|cost)s?\b|what percent"
+    r"(?:number|amount|total|percentage|share|value|size|level|rate|price|cost|(?:\w+ )?figure)s?\b|what percent"
     rf"|{WHAT_WAS}{AMOUNT})",
     re.IGNORECASE,
 )
@@ -605,7 +606,7 @@ class Question:
         about = names.without() if names is not None else question
         ids = question_ids(model, about)
         dense = torch.from_numpy(minilm().encode([about])[0])
-        words = question_words(question)
+        words = question_words(with_aliases(question))
         figure = _ASKS_FIGURE.search(question) is not None
         counted = counted_word(question) if figure else None
         embedding = model.net.encode_question(ids)

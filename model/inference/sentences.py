@@ -66,8 +66,8 @@ _BEFORE_A_COUNT = frozenset(
 # A statement's amount that a question asks for ("What was NVIDIA's net income in fiscal 2023?", "What were the total
 # revenues for …"): the line item, then a preposition, a verb or the question's end
 AMOUNT = (
-    r"(?:(?:net|total|gross|operating)\s+)*(?:income|revenues?|sales|profits?|earnings|expenses?)\b"
-    r"(?=\s+(?:in|for|of|during|at|on|from|over|was|were)\b|\s*[?.]|\s*$)"
+    r"(?:(?:net|total|gross|operating|consolidated)\s+)*(?:income|revenues?|sales|profits?|earnings|expenses?)\b"
+    r"(?=\s+(?:in|for|of|during|at|on|from|over|was|were|and)\b|\s*[?.,]|\s*$)"
 )
 WHAT_WAS = r"what (?:is|was|were|are) (?:the |\S+['\u2019]s )?"  # "What was the …", "What were Apple's …"
 _COUNT_CUE = re.compile(
@@ -151,7 +151,7 @@ def counted_word(question: str) -> str | None:
         return None
     words = []
     for word in re.findall(r"[^\W_]+(?:-[^\W_]+)*", question[cue.end() :]):
-        if word.lower() in _NOT_COUNTED:
+        if word.lower() in _NOT_COUNTED | _JOINING:
             break
         words.append(word)
     if not words:

@@ -607,6 +607,7 @@ def test_a_count_is_cited_where_a_figure_counts_the_thing_asked_about_of_its_sub
     assert int(counting_sentences(index, elsewhere).sum()) == 2
     compound = Question.encode(model, "What corpus does the paper introduce, and how many papers does it hold?", index)
     assert compound.asks_figure and counting_sentences(index, compound).any()  # the count asked after a comma
+    assert Question.encode(model, "What was the citation figure for S2ORC in 2019?", index).asks_figure
 
 
 def test_a_count_in_a_fragment_leaves_the_passage_its_whole_sentence(checkpoint: Path) -> None:

@@ -6,7 +6,15 @@ from __future__ import annotations
 import torch
 from tolerance import assert_close
 
-from model.inference.lexical import WordBags, bm25, coverage, held_everywhere, held_share, question_words
+from model.inference.lexical import (
+    WordBags,
+    bm25,
+    coverage,
+    held_everywhere,
+    held_share,
+    question_words,
+    with_aliases,
+)
 from model.research.evaluation.baselines import BM25Index, tokenize
 
 TEXTS = [
@@ -82,3 +90,12 @@ def test_entries_of_large_bags_are_the_isin_ones(monkeypatch) -> None:
         words = torch.tensor(words, dtype=torch.int64)
         assert torch.equal(bags.entries(words), torch.isin(bags.ids, words).nonzero().flatten())
     assert bags._sorted is not None
+
+
+def test_a_question_looks_for_the_other_way_a_filing_writes_its_term() -> None:
+    """An earnings call says "end-user sales of Visudyne in Q4" and "R&D expense"; its questions ask about "the fourth
+    quarter" and "research and development" (and the other way round)."""
+    asked = question_words(with_aliases("What were R&D expenses in the fourth quarter?"))
+    for term in ("Q4", "research and development", "R&D", "fourth quarter"):
+        assert torch.isin(question_words(term), asked).all(), term
+    assert with_aliases("What did Q45 and EPSILON do?") == "What did Q45 and EPSILON do?"

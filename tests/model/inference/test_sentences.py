@@ -115,6 +115,7 @@ def test_what_the_figures_of_a_sentence_count(text: str, counts: str, not_counte
         ("What were Oracle's total revenues?", "revenues"),
         ("What was the loss function used?", None),
         ("What is income inequality?", None),
+        ("What were the consolidated revenue and the revenue growth for the segment?", "revenue"),  # not "and"
     ],
 )
 def test_what_a_question_asks_the_count_of(question: str, word: str | None) -> None:
