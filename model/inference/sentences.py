@@ -66,7 +66,8 @@ _BEFORE_A_COUNT = frozenset(
 # A statement's amount that a question asks for ("What was NVIDIA's net income in fiscal 2023?", "What were the total
 # revenues for …"): the line item, then a preposition, a verb or the question's end
 AMOUNT = (
-    r"(?:(?:net|total|gross|operating|consolidated)\s+)*(?:income|revenues?|sales|profits?|earnings|expenses?)\b"
+    r"(?:(?:net|total|gross|operating|consolidated|research|and|development)\s+)*"
+    r"(?:income|revenues?|sales|profits?|earnings|expenses?)\b"
     r"(?=\s+(?:in|for|of|during|at|on|from|over|was|were|and)\b|\s*[?.,]|\s*$)"
 )
 WHAT_WAS = r"what (?:is|was|were|are) (?:the |\S+['\u2019]s )?"  # "What was the …", "What were Apple's …"
@@ -145,13 +146,16 @@ def counted_word(question: str) -> str | None:
     verb ("How many participants took part …" → "participants", "How many full-time employees does …" →
     "employees") or else the first ("How many staff work …" → "staff"); after the other cues, the last word before
     the verb or preposition ("the total net revenue in …" → "revenue", "What was NVIDIA's net income in …" →
-    "income")."""
+    "income"); "and" and "or" are passed over ("research and development expense"), a comma ends the words."""
     cue = _COUNT_CUE.search(question)
     if cue is None:
         return None
     words = []
-    for word in re.findall(r"[^\W_]+(?:-[^\W_]+)*", question[cue.end() :]):
-        if word.lower() in _NOT_COUNTED | _JOINING:
+    clause = re.split(r"[,;?]", question[cue.end() :], maxsplit=1)[0]
+    for word in re.findall(r"[^\W_]+(?:-[^\W_]+)*", clause):
+        if word.lower() in _JOINING:  # "research and development expense", "the revenue and the …"
+            continue
+        if word.lower() in _NOT_COUNTED:
             break
         words.append(word)
     if not words:

@@ -116,6 +116,8 @@ def test_what_the_figures_of_a_sentence_count(text: str, counts: str, not_counte
         ("What was the loss function used?", None),
         ("What is income inequality?", None),
         ("What were the consolidated revenue and the revenue growth for the segment?", "revenue"),  # not "and"
+        ("What was Apple's research and development expense in 2024?", "expense"),
+        ("What was the net income, and how much cash?", "income"),
     ],
 )
 def test_what_a_question_asks_the_count_of(question: str, word: str | None) -> None:
