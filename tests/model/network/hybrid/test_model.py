@@ -52,8 +52,9 @@ def test_read_attends_to_the_collection_without_changing_it(tiny):
     state = model.prefill(torch.randint(0, tiny.vocab_size, (400,)), chunk_tokens=128)
     layers = [DenseLayer(cache.kv.data.float()) for cache in state.sparse]
     question = torch.randint(0, tiny.vocab_size, (7,))
-    out = model.read(question, layers)
-    again = model.read(question, layers)
+    with torch.no_grad():  # as answering reads
+        out = model.read(question, layers)
+        again = model.read(question, layers)
     assert out.hidden.shape == (7, tiny.d_model) and len(out.layers) == tiny.n_layers
     assert_close(out.hidden, again.hidden, "exact")
     for trace in out.layers:  # every token read; the mass of 7 tokens × 4 heads, less what they gave themselves
