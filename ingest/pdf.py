@@ -2,9 +2,9 @@
 
 Each page is extracted with pypdf and with pdfium (``pypdfium2``) and the more readable text is kept
 (``ingest.textquality``: dictionary words, fewer split or fused words, no glyph names), with the spaces either
-puts between words the other runs together; pypdf alone on files pdfium
-cannot open, pdfium alone on damaged files pypdf cannot read. A page whose text layer is glyph names rather than
-words is left out (empty) and listed in ``PdfText.unreadable``.
+puts between words the other runs together; pypdf alone on files pdfium cannot open, pdfium alone on damaged files
+pypdf cannot read. A page whose text layer is glyph names rather than words is left out (empty) and listed in
+``PdfText.unreadable``.
 """
 
 from __future__ import annotations

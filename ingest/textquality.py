@@ -178,8 +178,8 @@ def spaced_as(text: str, other: str) -> str:
 def _between_words(left: str, right: str) -> bool:
     """Whether a space between ``left`` and ``right`` parts words: two characters or more ending in a letter or
     digit, then a word of three letters or more ("USFA Administrator", "clauses,8 similar"; not a drop cap's "A
-    nnotating"), or a comma, stop or bracket, then a letter or digit
-    ("(e.g., tarball", "(2019) 10-K"); not a subscript, a symbol or a hyphen."""
+    nnotating"), or a comma, stop or bracket, then a letter or digit ("(e.g., tarball", "(2019) 10-K"); not a
+    subscript, a symbol or a hyphen."""
     if left[-1] in ",.;:?!)]":
         return right[0].isalnum()
     return len(left) > 1 and left[-1].isalnum() and _WORD_START.match(right) is not None

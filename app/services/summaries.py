@@ -132,9 +132,8 @@ def turn_labels(document: ParsedDocument) -> frozenset[int]:
 def body_of(document: ParsedDocument, cut: frozenset[int] = frozenset()) -> tuple[Body, int | None]:
     """The document's sections without their headings, leaving out the abstract and what precedes it, keywords,
     references, figure and table captions ("Table 1: Test performances of …" says nothing without its table), a
-    call transcript's sentences about the call (``about_the_call``) and its turn labels, and the sentences whose
-    indices are in ``cut``;
-    and the index of the abstract section (None when there is none)."""
+    call transcript's sentences about the call (``about_the_call``), turn labels and the sentences whose indices are
+    in ``cut``; and the index of the abstract section (None when there is none)."""
     abstract = next((i for i, s in enumerate(document.sections) if s.kind == "abstract"), None)
     cut = cut | captions(document) | about_the_call(document) | turn_labels(document)
     by_section: dict[int, list[int]] = {}

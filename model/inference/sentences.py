@@ -66,7 +66,7 @@ _BEFORE_A_COUNT = frozenset(
 # A statement's amount that a question asks for ("What was NVIDIA's net income in fiscal 2023?", "What were the total
 # revenues for …"): the line item, then a preposition, a verb or the question's end
 AMOUNT = (
-    r"(?:(?:net|total|gross|operating|consolidated|research|and|development)\s+)*"
+    r"(?:(?:net|total|gross|operating|consolidated|research and development)\s+)*"
     r"(?:income|revenues?|sales|profits?|earnings|expenses?)\b"
     r"(?=\s+(?:in|for|of|during|at|on|from|over|was|were|and)\b|\s*[?.,]|\s*$)"
 )
