@@ -102,7 +102,7 @@ CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+
 # before a speaker label ("Project Manager: ...", a transcript's next turn).
 # Words that open a sentence glued to the one before ("… being recorded.It will be …", "… $90.6 million in 2010.In
 # terms of …"), where a capitalised word after a full stop is more often code ("threading.Timer", "csv.DictReader")
-# and after a number a clause's number ("Section 4.I.")
+# and after a number a clause's number ("Section 4.I."); an acronym with "&" ("SG&A", "R&D") opens one after a word
 _OPENERS = (
     "It The This That These Those There They We Our I In As At On For And But So Now Thank Thanks Yes No Okay Please"
     " Let If When What How Also Finally First Next He She You Your My Good Turning Operator However Moving Currently"
@@ -113,6 +113,8 @@ _BOUNDARY = re.compile(
     r"|(?<=[a-z]{4})\.(?= +[a-z]{2})"
     r"|(?<=[a-z]{2})[.!?](?=(?:" + "|".join(_OPENERS) + r")\b)"  # no space: a transcript's "recorded.It will …"
     r"|(?<=[0-9%])[.!?](?=(?:" + "|".join(w for w in _OPENERS if len(w) > 1) + r")\b(?!\.))"  # "… in 2010.In terms of"
+    r"|(?<=[0-9][0-9%])[.!?](?=[A-Z][a-z]{3,}\b)"  # "… on November 11.Statements about …": not "Section 4.I."
+    r"|(?<=[a-z]{2})[.!?](?=[A-Z]{1,3}&[A-Z])"  # "… for the retinoid.SG&A expense …": code never writes "&"
     r"|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
     r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)"
     r"|\n(?=[ \t]*[A-Z][\w'\u2019.-]*(?:[ \t][A-Z0-9][\w'\u2019.-]*){0,3}:[ \t])"

@@ -52,6 +52,18 @@ def test_a_stop_without_a_space_ends_a_sentence_and_a_report_number_does_not() -
         "However, see 4.I.",
         "Late.",
     ]
+    dated = "Pete will be our CFO on November 11.Statements about the future are risky. See 1.Introduction."
+    assert _sentences(dated) == [
+        "Pete will be our CFO on November 11.",
+        "Statements about the future are risky.",
+        "See 1.Introduction.",  # one digit: a section's number
+    ]
+    acronym = "Of that, 28% was for the retinoid.SG&A expense was $20.8 million. See os.SEEK_SET here."
+    assert _sentences(acronym) == [
+        "Of that, 28% was for the retinoid.",
+        "SG&A expense was $20.8 million.",
+        "See os.SEEK_SET here.",  # code: a constant after a module's name, "&" after a lower-case word
+    ]
 
 
 def test_a_footnote_mark_after_a_full_stop_ends_the_sentence() -> None:
