@@ -200,7 +200,8 @@ def _print_answer(answer_json: dict[str, Any]) -> None:
     print()
     for i, c in enumerate(answer_json["citations"], start=1):
         where = cited_as(c["title"], c["source"]) + (f", p. {c['page']}" if c["page"] else "")
-        print(f"[{i}] {where} (chars {c['start']}-{c['end']}, score {c['score']:.2f})\n    {c['text']}")
+        said = f"{c['speaker']}: " if c.get("speaker") else ""
+        print(f"[{i}] {where} (chars {c['start']}-{c['end']}, score {c['score']:.2f})\n    {said}{c['text']}")
     print(f"\n{answer_json['reader']} reader, {answer_json['timings_ms']['total']:.1f} ms")
 
 

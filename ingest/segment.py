@@ -96,10 +96,11 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 SPEAKER = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s")
 # A caption's first words: "Figure 4: …", "Table 2. Usage …" (not "Fig. 2.a where …", nor "Fig. 2." ending a sentence)
 CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+(?::|\.(?= [A-Z]))")
-# A sentence ends at . ! ? … before a capital or digit (a footnote mark glued to a word's full stop, "writing.1 The",
-# stays with its sentence), at a full stop after a lower-case word before a lower-case word ("documents. papermage
-# offers", a name written in lower case: ``_LOWER_START``), at a line break before a list item, or at a line break
-# before a speaker label ("Project Manager: ...", a transcript's next turn).
+# A sentence ends at . ! ? … before a capital or digit, also after an opening quote and a space (a tokenized text's
+# "… now . ` But it 's …"), where a footnote mark glued to a word's full stop, "writing.1 The", stays with its
+# sentence; at a full stop after a lower-case word before a lower-case word ("documents. papermage offers", a name
+# written in lower case: ``_LOWER_START``), at a line break before a list item, or at a line break before a speaker
+# label ("Project Manager: ...", a transcript's next turn).
 # Words that open a sentence glued to the one before ("… being recorded.It will be …", "… $90.6 million in 2010.In
 # terms of …"), where a capitalised word after a full stop is more often code ("threading.Timer", "csv.DictReader")
 # and after a number a clause's number ("Section 4.I."); an acronym with "&" ("SG&A", "R&D") opens one after a word
@@ -115,7 +116,7 @@ _BOUNDARY = re.compile(
     r"|(?<=[0-9%])[.!?](?=(?:" + "|".join(w for w in _OPENERS if len(w) > 1) + r")\b(?!\.))"  # "… in 2010.In terms of"
     r"|(?<=[0-9][0-9%])[.!?](?=[A-Z][a-z]{3,}\b)"  # "… on November 11.Statements about …": not "Section 4.I."
     r"|(?<=[a-z]{2})[.!?](?=[A-Z]{1,3}&[A-Z])"  # "… for the retinoid.SG&A expense …": code never writes "&"
-    r"|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
+    r"|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+(?:[\"'\u201c\u2018(\[`]\s?)?[A-Z0-9])"
     r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)"
     r"|\n(?=[ \t]*[A-Z][\w'\u2019.-]*(?:[ \t][A-Z0-9][\w'\u2019.-]*){0,3}:[ \t])"
 )

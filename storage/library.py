@@ -235,6 +235,13 @@ class Library:
             for r in (found[ref] for ref in refs)
         ]
 
+    def text_window(self, document_id: int, start: int, end: int) -> str:
+        """The document's ``text[start:end]`` (clipped to the text) without loading the whole text; "" when absent."""
+        start = max(0, start)
+        query = select(func.substr(Document.text, start + 1, max(0, end - start))).where(Document.id == document_id)
+        with self.session() as session:
+            return session.scalar(query) or ""
+
     def page_span(self, document_id: int, page: int) -> tuple[int, int] | None:
         """The character span of page ``page`` (1-based) of the document's text; None when it has no such page."""
         query = select(PageRow.start, PageRow.end).where(PageRow.document_id == document_id, PageRow.number == page)

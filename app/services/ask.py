@@ -23,13 +23,14 @@ import itertools
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from app.generators import GeneratorError, parse_generator
 from app.services.errors import UserError, storage_errors
 from app.services.indexes import IndexService
 from app.services.sessions import SessionService
+from ingest.segment import SPEAKER
 from model.network.paths import indexpool_checkpoint
 from storage.library import Library, search_words
 from storage.metrics import MetricStore
@@ -66,6 +67,7 @@ class Citation:
     end: int
     text: str  # == document text[start:end], a sentence of the library
     score: float
+    speaker: str = ""  # a transcript's: who speaks the turn the sentence is in, when the sentence does not name them
 
 
 @dataclass
@@ -115,7 +117,39 @@ def _ms(since: float) -> float:
 
 
 def _quote(citations: list[Citation]) -> str:
-    return " ".join(f"{c.text} [{i + 1}]" for i, c in enumerate(citations))
+    return " ".join(f"{spoken(c)} [{i + 1}]" for i, c in enumerate(citations))
+
+
+def spoken(citation: Citation) -> str:
+    """The cited sentence as a reader shows it: after its speaker in a transcript ("Industrial Designer: Um my
+    favourite animal … is a cow .")."""
+    return f"{citation.speaker}: {citation.text}" if citation.speaker else citation.text
+
+
+TURN_CHARS = 3000  # characters read before a cited sentence (and after it) for the turn that holds it
+_TURN = re.compile(SPEAKER.pattern, re.MULTILINE)
+
+
+def speaker_of(window: str, at: int) -> str:
+    """The speaker of the transcript turn that holds position ``at`` of ``window`` when the turn's line opens with
+    their label ("Industrial Designer: Um {vocalsound} …") before ``at``, and another line of the window opens with
+    a label too (a transcript's turns, not a lone "Note: …" line); else ""."""
+    line = window.rfind("\n", 0, at) + 1
+    label = SPEAKER.match(window[line:at])
+    if label is None or sum(1 for _ in itertools.islice(_TURN.finditer(window), 2)) < 2:
+        return ""
+    return label.group().rstrip().removesuffix(":")
+
+
+def with_speakers(library: Library, citations: list[Citation]) -> list[Citation]:
+    """``citations``, each with the speaker of its transcript turn (:func:`speaker_of`) when the sentence does not
+    begin with the label itself: in a meeting, "Um my favourite animal is a cow ." says nothing of who said it."""
+    out = []
+    for c in citations:
+        first = max(0, c.start - TURN_CHARS)
+        window = library.text_window(c.doc, first, c.end + TURN_CHARS)
+        out.append(replace(c, speaker=speaker_of(window, c.start - first)))
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- readers
@@ -146,6 +180,8 @@ class BM25Reader:
         citations = [
             Citation(h.document_id, h.source, h.title, h.page, h.start, h.end, h.text, round(h.score, 4)) for h in hits
         ]
+        with storage_errors():
+            citations = with_speakers(self.library, citations)
         if not citations:
             return Answer(NO_ANSWER, [], self.name, {"retrieve": _ms(started)})
         timings = {"retrieve": _ms(started)}
@@ -242,6 +278,8 @@ class IndexPoolReader:
                             s.document_id, *sources[s.document_id], s.page, s.start, s.end, s.text, round(h.score, 4)
                         )
                     )
+        with storage_errors():
+            citations = with_speakers(self.library, citations)
         timings["score"] = _ms(scoring)
         if not hits:
             return Answer(NO_ANSWER, [], self.name, timings, read=stats)

@@ -15,7 +15,7 @@ import gradio as gr
 import pandas as pd
 
 from app.services import Services, UserError
-from app.services.ask import GenerationFailed
+from app.services.ask import GenerationFailed, spoken
 from app.services.library import Evidence, cited_as
 from app.ui.common import IN_STEP, PRIVATE, bind, escape_markdown, fail, user_of
 
@@ -53,7 +53,7 @@ def ask(
     cited = [{"doc": c.doc, "page": c.page, "start": c.start, "end": c.end} for c in answer.citations]
     citations = pd.DataFrame(
         [
-            [rank, cited_as(c.title, c.source), "" if c.page is None else c.page, c.text, round(c.score, 3)]
+            [rank, cited_as(c.title, c.source), "" if c.page is None else c.page, spoken(c), round(c.score, 3)]
             for rank, c in enumerate(answer.citations, start=1)
         ],
         columns=CITATION_COLUMNS,

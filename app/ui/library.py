@@ -19,7 +19,7 @@ from app.services.library import by_title
 from app.ui.common import fail, user_of
 
 DEFAULT_COLLECTION = "default"
-DOCUMENT_COLUMNS = ["id", "title", "status", "pages", "tokens", "needs OCR", "error"]
+DOCUMENT_COLUMNS = ["id", "title", "file", "status", "pages", "tokens", "needs OCR", "error or warning"]
 UNCHANGED = (gr.skip(), gr.skip(), gr.skip())  # the three library views, left as they are
 
 
@@ -32,11 +32,12 @@ def documents_table(services: Services, collection: str, request: gr.Request) ->
         [
             d.id,
             d.title,
+            Path(d.source).name,  # a title read from the first page ("Potato") may not say which file it is
             d.status,
             d.pages or "",  # a text file has no pages: not "0"
             d.tokens,
             needs_ocr_cell(d.needs_ocr_pages, d.error),
-            d.error or "",
+            d.error or "; ".join(d.warnings or []),  # "damaged PDF: … read with pdfium instead" stays after a reload
         ]
         for d in by_title(services.library.documents(collection, user))
     ]
@@ -222,7 +223,7 @@ def library_tab() -> LibraryTab:
             label="Documents",
             interactive=False,
             wrap=True,
-            column_widths=["6%", "32%", "9%", "7%", "9%", "8%", "29%"],
+            column_widths=["5%", "24%", "16%", "8%", "6%", "7%", "7%", "27%"],
             max_height=2400,  # an error message wraps over several lines: shown whole, not under an inner scroll
             elem_id="documents",
         )

@@ -71,9 +71,11 @@ def save_settings(
         saved = services.settings.save(settings, user_of(request))
     except UserError as error:
         return *(gr.skip() for _ in SETTING_NAMES), fail(error)
+    weights = (saved["alpha"], saved["beta"], saved["gamma"])
+    own = "" if weights == services.settings.preset_weights(saved["preset"]) else " with its own weights"
     return *(saved[name] for name in SETTING_NAMES), (
         f"saved: top-k {saved['top_k']}, reader {saved['reader']}, summarizer {saved['summarizer']}, preset "
-        f"{saved['preset']} (α {saved['alpha']}, β {saved['beta']}, γ {saved['gamma']}), ratio {saved['ratio']}:1"
+        f"{saved['preset']}{own} (α {saved['alpha']}, β {saved['beta']}, γ {saved['gamma']}), ratio {saved['ratio']}:1"
         f"{', INT8' if saved['int8'] else ''}, tier 2 {saved['tier2_mb']} MiB, generator {saved['generator']}"
     )
 

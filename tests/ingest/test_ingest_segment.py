@@ -66,6 +66,17 @@ def test_a_stop_without_a_space_ends_a_sentence_and_a_report_number_does_not() -
     ]
 
 
+def test_a_tokenized_text_ends_a_sentence_before_a_spaced_opening_quote() -> None:
+    """NLTK's Gutenberg copies write every mark apart ("… to be two people .\n` But it 's no use now , ' …"): Alice
+    in Wonderland was 527 sentences (many cut at the length limit) of its 1,632 lines."""
+    text = "She was fond of being two people .\n` But it 's no use now , ' thought Alice .\n' Soon her eye fell."
+    assert _sentences(text) == [
+        "She was fond of being two people .",
+        "` But it 's no use now , ' thought Alice .",
+        "' Soon her eye fell.",
+    ]
+
+
 def test_a_footnote_mark_after_a_full_stop_ends_the_sentence() -> None:
     text = "It changed AI-assisted writing.1 The models write well.2 As a result, we use them in version 3.1 Then."
     assert _sentences(text) == [

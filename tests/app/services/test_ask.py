@@ -725,3 +725,33 @@ def test_the_bm25_reader_is_not_confident_in_a_sentence_sharing_one_word_of_seve
     sure = services.ask.ask(["notes"], "When did the first steam railway open?", top_k=3, reader="bm25")
     assert sure.confident and sure.answer.startswith(f"{sure.citations[0].text} [1]")
     assert services.ask.ask(["notes"], "krill", top_k=3, reader="bm25").confident  # its only word
+
+
+@pytest.mark.parametrize("reader", ["bm25", "indexpool"])
+def test_a_transcript_sentence_is_cited_with_its_speaker(services: Services, reader: str) -> None:
+    """A new user's walk: "Um my favourite animal … is a cow ." was cited without who said it. The speaker of the
+    turn goes with the citation and leads the quoted answer; a lone "Note:" line names no speaker."""
+    meeting = (
+        "Project Manager: Okay, let us start the meeting now. We have three things to do today.\n"
+        "Industrial Designer: Right. My favourite animal is a cow, because cows are so calm.\n"
+        "Marketing: Mine is a dog. Dogs are loyal friends.\n"
+    )
+    memo = "Note: the office closes early on Friday. The cafeteria serves tomato soup on Fridays.\n"
+    documents = [
+        parse_text(s, "", "txt", t, hashlib.sha256(t.encode()).hexdigest())
+        for s, t in [("meeting.txt", meeting), ("memo.txt", memo)]
+    ]
+    assert all(e.status == "ingested" for e in services.ingest.ingest_texts(documents, "talk"))
+    answer = services.ask.ask(["talk"], "What is the favourite animal, a cow?", top_k=3, reader=reader)
+    first = answer.citations[0]
+    assert (first.text, first.speaker) == (
+        "My favourite animal is a cow, because cows are so calm.",
+        "Industrial Designer",
+    )
+    assert answer.answer.startswith("Industrial Designer: My favourite animal is a cow")
+    assert_library_sentences(services, answer)  # the text cited is still the library's sentence
+    answer = services.ask.ask(["talk"], "What soup does the cafeteria serve?", top_k=3, reader=reader)
+    assert (answer.citations[0].text, answer.citations[0].speaker) == (
+        "The cafeteria serves tomato soup on Fridays.",
+        "",
+    )
