@@ -209,8 +209,8 @@ def test_a_broken_file_fails_alone(page: Page, tmp_path: Path) -> None:
     assert re.search(r"setup\.exe: error - \S", log), log
     assert "notes.txt: ingested" in log, log
     rows = {row[1]: row for row in table_rows(page, "documents")}
-    assert rows["bad.pdf"][2] == "error" and rows["bad.pdf"][6], rows
-    assert any(row[2] == "ingested" for title, row in rows.items() if title != "bad.pdf"), rows
+    assert rows["bad.pdf"][2:4] == ["bad.pdf", "error"] and rows["bad.pdf"][7], rows  # id, title, file, status, …
+    assert any(row[3] == "ingested" for title, row in rows.items() if title != "bad.pdf"), rows
     _screenshot(page, "library-errors")
 
     copy = tmp_path / "notes-copy.txt"
