@@ -235,12 +235,15 @@ class Library:
             for r in (found[ref] for ref in refs)
         ]
 
-    def text_window(self, document_id: int, start: int, end: int) -> str:
-        """The document's ``text[start:end]`` (clipped to the text) without loading the whole text; "" when absent."""
-        start = max(0, start)
-        query = select(func.substr(Document.text, start + 1, max(0, end - start))).where(Document.id == document_id)
+    def text_windows(self, document_id: int, spans: Sequence[tuple[int, int]]) -> list[str]:
+        """The document's ``text[start:end]`` of each of ``spans`` (clipped to the text), read in one query without
+        loading the whole text into Python; "" each when the document is absent."""
+        if not spans:
+            return []
+        columns = [func.substr(Document.text, max(0, a) + 1, max(0, b - max(0, a))) for a, b in spans]
         with self.session() as session:
-            return session.scalar(query) or ""
+            row = session.execute(select(*columns).where(Document.id == document_id)).first()
+        return [w or "" for w in row] if row else [""] * len(spans)
 
     def page_span(self, document_id: int, page: int) -> tuple[int, int] | None:
         """The character span of page ``page`` (1-based) of the document's text; None when it has no such page."""

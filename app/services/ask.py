@@ -144,12 +144,13 @@ def speaker_of(window: str, at: int) -> str:
 def with_speakers(library: Library, citations: list[Citation]) -> list[Citation]:
     """``citations``, each with the speaker of its transcript turn (:func:`speaker_of`) when the sentence does not
     begin with the label itself: in a meeting, "Um my favourite animal is a cow ." says nothing of who said it."""
-    out = []
-    for c in citations:
-        first = max(0, c.start - TURN_CHARS)
-        window = library.text_window(c.doc, first, c.end + TURN_CHARS)
-        out.append(replace(c, speaker=speaker_of(window, c.start - first)))
-    return out
+    firsts = [max(0, c.start - TURN_CHARS) for c in citations]
+    speakers: dict[int, str] = {}  # citation's position → speaker, each document's windows read in one query
+    for doc in dict.fromkeys(c.doc for c in citations):
+        mine = [i for i, c in enumerate(citations) if c.doc == doc]
+        windows = library.text_windows(doc, [(firsts[i], citations[i].end + TURN_CHARS) for i in mine])
+        speakers |= {i: speaker_of(w, citations[i].start - firsts[i]) for i, w in zip(mine, windows, strict=True)}
+    return [replace(c, speaker=speakers[i]) for i, c in enumerate(citations)]
 
 
 # ----------------------------------------------------------------------------------------------- readers

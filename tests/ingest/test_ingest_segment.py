@@ -62,7 +62,7 @@ def test_a_stop_without_a_space_ends_a_sentence_and_a_report_number_does_not() -
     assert _sentences(acronym) == [
         "Of that, 28% was for the retinoid.",
         "SG&A expense was $20.8 million.",
-        "See os.SEEK_SET here.",  # code: a constant after a module's name, "&" after a lower-case word
+        "See os.SEEK_SET here.",  # code: a constant after a module's name
     ]
 
 
