@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ingest.document import Section, Sentence
@@ -94,6 +95,7 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # The speaker of a transcript's turn: "Project Manager: " of "Project Manager: So", "Sian Gwenllian AM: " of "Sian
 # Gwenllian AM: Has HEFCW …" (up to five capitalised words and a colon)
 SPEAKER = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s")
+_TURN = re.compile(SPEAKER.pattern, re.MULTILINE)  # a label at any line's start
 # A caption's first words: "Figure 4: …", "Table 2. Usage …" (not "Fig. 2.a where …", nor "Fig. 2." ending a sentence)
 CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+(?::|\.(?= [A-Z]))")
 # A sentence ends at . ! ? … before a capital or digit, also after an opening quote and a space (a tokenized text's
@@ -116,6 +118,7 @@ _BOUNDARY = re.compile(
     r"|(?<=[0-9%])[.!?](?=(?:" + "|".join(w for w in _OPENERS if len(w) > 1) + r")\b(?!\.))"  # "… in 2010.In terms of"
     r"|(?<=[0-9][0-9%])[.!?](?=[A-Z][a-z]{3,}\b)"  # "… on November 11.Statements about …": not "Section 4.I."
     r"|(?<=[a-z]{2})[.!?](?=[A-Z]{1,3}&[A-Z])"  # "… for the retinoid.SG&A expense …": code never writes "&"
+    r"|(?<=on|[0-9]%)[.!?](?=A [a-z]{3})"  # "… $10.7 million.A few other …" (not code's "re.A is …")
     r"|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+(?:[\"'\u201c\u2018(\[`]\s?)?[A-Z0-9])"
     r"|\n(?=[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023]|\d{1,3}[.)])\s)"
     r"|\n(?=[ \t]*[A-Z][\w'\u2019.-]*(?:[ \t][A-Z0-9][\w'\u2019.-]*){0,3}:[ \t])"
@@ -320,6 +323,17 @@ def split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
         begin = row_end
     spans.extend(_prose_sentences(text, begin, end))
     return spans
+
+
+def turn_speakers(text: str, positions: Sequence[int]) -> list[str]:
+    """The speaker of the transcript turn that holds each of ``positions`` of ``text``: the label opening the line
+    that holds it ("Industrial Designer" for "… 'Kay um my name is Gaurav ." in "Industrial Designer: and let the
+    drawing stay . {vocalsound} 'Kay um my name is Gaurav ."), when ``text`` is a transcript — two lines or more
+    open with a label, not a lone "Note: …" line —; else ""."""
+    labels = {m.start(): m.group().rstrip().removesuffix(":") for m in _TURN.finditer(text)}
+    if len(labels) < 2:
+        return ["" for _ in positions]
+    return [labels.get(text.rfind("\n", 0, at) + 1, "") for at in positions]
 
 
 def _table_row(line: str) -> bool:

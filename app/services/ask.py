@@ -30,7 +30,7 @@ from app.generators import GeneratorError, parse_generator
 from app.services.errors import UserError, storage_errors
 from app.services.indexes import IndexService
 from app.services.sessions import SessionService
-from ingest.segment import SPEAKER
+from ingest.segment import turn_speakers
 from model.network.paths import indexpool_checkpoint
 from storage.library import Library, search_words
 from storage.metrics import MetricStore
@@ -127,29 +127,21 @@ def spoken(citation: Citation) -> str:
 
 
 TURN_CHARS = 3000  # characters read before a cited sentence (and after it) for the turn that holds it
-_TURN = re.compile(SPEAKER.pattern, re.MULTILINE)
-
-
-def speaker_of(window: str, at: int) -> str:
-    """The speaker of the transcript turn that holds position ``at`` of ``window`` when the turn's line opens with
-    their label ("Industrial Designer: Um {vocalsound} …") before ``at``, and another line of the window opens with
-    a label too (a transcript's turns, not a lone "Note: …" line); else ""."""
-    line = window.rfind("\n", 0, at) + 1
-    label = SPEAKER.match(window[line:at])
-    if label is None or sum(1 for _ in itertools.islice(_TURN.finditer(window), 2)) < 2:
-        return ""
-    return label.group().rstrip().removesuffix(":")
 
 
 def with_speakers(library: Library, citations: list[Citation]) -> list[Citation]:
-    """``citations``, each with the speaker of its transcript turn (:func:`speaker_of`) when the sentence does not
-    begin with the label itself: in a meeting, "Um my favourite animal is a cow ." says nothing of who said it."""
+    """``citations``, each with the speaker of its transcript turn (``ingest.segment.turn_speakers``, read in a
+    window around it) when the sentence does not begin with the label itself: in a meeting, "Um my favourite animal
+    is a cow ." says nothing of who said it."""
     firsts = [max(0, c.start - TURN_CHARS) for c in citations]
     speakers: dict[int, str] = {}  # citation's position → speaker, each document's windows read in one query
     for doc in dict.fromkeys(c.doc for c in citations):
         mine = [i for i, c in enumerate(citations) if c.doc == doc]
         windows = library.text_windows(doc, [(firsts[i], citations[i].end + TURN_CHARS) for i in mine])
-        speakers |= {i: speaker_of(w, citations[i].start - firsts[i]) for i, w in zip(mine, windows, strict=True)}
+        for i, window in zip(mine, windows, strict=True):
+            at = citations[i].start - firsts[i]
+            (label,) = turn_speakers(window, [at])
+            speakers[i] = "" if window.startswith(label, at) else label
     return [replace(c, speaker=speakers[i]) for i, c in enumerate(citations)]
 
 

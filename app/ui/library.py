@@ -213,7 +213,7 @@ def library_tab() -> LibraryTab:
             password = gr.Textbox(label="PDF password (optional)", type="password", elem_id="pdf-password")
         upload = gr.File(  # any type: a file ingest cannot read fails alone in the log, the others stay chosen
             file_count="multiple",
-            label="Files (PDF, text, Markdown, HTML, JSONL or a .zip of them)",
+            label="Files (PDF, text, Markdown, HTML, XML, JSONL or a .zip of them)",
             elem_id="upload",
         )
         ingest = gr.Button("Ingest", variant="primary", elem_id="ingest-btn")

@@ -27,10 +27,13 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
     sentence   max over p's sentences s of cos(M_q, M_s): the one sentence that answers, which a 200-word passage's
                embedding dilutes; M_s is the mean of MiniLM's states of s's word pieces in the pass that embeds p
                (late chunking: no second pass, and s is read in its context), computed when the document is indexed
+    speaker    max over p's sentences s that a speaker the question names says in a transcript ("What did C think
+               …?": Professor C's turns) of BM25 of the question's words in s; 0 where there is none
 
 ``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical + w_dense · dense
-+ w_sent · sentence`` with the checkpoint's :class:`EvidenceWeights` (``model.research.training.calibrate``: fitted
-on the development domains, each question over its set's corpus and over its own document). The answer cites, for
++ w_sent · sentence + w_speaker · speaker`` with the checkpoint's :class:`EvidenceWeights`
+(``model.research.training.calibrate``: fitted on the development domains, each question over its set's corpus and
+over its own document; w_speaker is ``SPEAKER_WEIGHT``, fitted on QMSum train meetings). The answer cites, for
 each of the best k passages, the sentence that best answers the question (the match, semantic, lexical and sentence
 terms over the passage's sentences): a sentence of the library, named by its document and its index among the
 document's sentences; it is a confident answer when :func:`is_confident` says so.
@@ -53,6 +56,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ingest.segment import turn_speakers
 from model.inference.lexical import (
     Frequencies,
     WordBags,
@@ -84,7 +88,7 @@ from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 13  # of the arrays; arrays of format 12 are carried over (`upgraded`), of another format rebuilt
+FORMAT = 14  # of the arrays; arrays of format 13 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
 RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a time
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -103,6 +107,7 @@ _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with
 NAME_PURITY = 0.9  # a name, not a topic: at least this share of the sentences that use it are in documents it titles
 # (S2ORC: 74 of 75 in the S2ORC paper, which PaperMage cites once; "beyond": 3 of 17 in the paper it titles)
 _POSSESSIVE = re.compile(r"['\u2019]s$")
+SPEAKER_WEIGHT = 0.5  # w_speaker (:func:`speaker_term`): fitted on QMSum train meetings, BENCHMARKS.md (stop 41)
 COUNT_BONUS = 8.0  # added to the score of a passage whose sentence counts what a figure question asks the count of
 # What a sentence that introduces a document's subject says of it ("We introduce papermage, …", "X is a …")
 _INTRODUCING = "is are introduce present propose describe offer provide develop release contain consist"
@@ -188,6 +193,7 @@ class CollectionIndex:
     passage_words: WordBags  # the lexical term's word counts
     sentence_words: WordBags
     sentence_counted: WordBags  # the words each sentence's figures count (``model.inference.sentences``)
+    sentence_speaker: WordBags  # the words of its speaker in a transcript (``ingest.segment.turn_speakers``)
     vocab_size: int
     passage_token_spans: torch.Tensor  # (P, 2) int64 token spans, documents' tokens one after the other
     document_tokens: torch.Tensor  # (D,) int64 tokens of each document
@@ -258,6 +264,7 @@ class CollectionIndex:
             passage_words=WordBags.build([]),
             sentence_words=WordBags.build([]),
             sentence_counted=WordBags.build([]),
+            sentence_speaker=WordBags.build([]),
             vocab_size=model.net.cfg.vocab_size,
             passage_token_spans=_int(none, 2),
             document_tokens=_int(none),
@@ -303,6 +310,7 @@ class CollectionIndex:
             passage_words=WordBags.build([f"{document.title}\n{document.text[a:b]}" for a, b in passages.spans]),
             sentence_words=WordBags.build(sentence_texts),
             sentence_counted=WordBags.build([counted_text(t) for t in sentence_texts]),
+            sentence_speaker=speaker_bags(document),
             vocab_size=net.cfg.vocab_size,
             passage_token_spans=_int(p_tokens, 2),
             document_tokens=_int([len(ids)]),
@@ -342,6 +350,7 @@ class CollectionIndex:
             passage_words=WordBags.concat([p.passage_words for p in parts]),
             sentence_words=WordBags.concat([p.sentence_words for p in parts]),
             sentence_counted=WordBags.concat([p.sentence_counted for p in parts]),
+            sentence_speaker=WordBags.concat([p.sentence_speaker for p in parts]),
             vocab_size=parts[0].vocab_size,
             passage_token_spans=torch.cat([p.passage_token_spans + int(t) for p, t in zip(parts, tokens, strict=True)]),
             document_tokens=torch.cat([p.document_tokens for p in parts]),
@@ -376,6 +385,7 @@ class CollectionIndex:
                     passage_words=self.passage_words.slice(p0, p1),
                     sentence_words=self.sentence_words.slice(s0, s1),
                     sentence_counted=self.sentence_counted.slice(s0, s1),
+                    sentence_speaker=self.sentence_speaker.slice(s0, s1),
                     vocab_size=self.vocab_size,
                     passage_token_spans=self.passage_token_spans[p0:p1] - int(tokens[d]),
                     document_tokens=self.document_tokens[d : d + 1],
@@ -439,17 +449,30 @@ class CollectionIndex:
             raise ValueError(f"the stored index lacks {error}") from error
 
 
+def speaker_bags(document: DocumentText) -> WordBags:
+    """The words that name each sentence's speaker in a transcript (``ingest.segment.turn_speakers``; none outside
+    one): the label's words ("Industrial Designer"), or the letter alone of a label that ends in one ("Professor C":
+    QMSum asks "What did C think about …?")."""
+    labels = turn_speakers(document.text, document.sentences[:, 0].tolist())
+    return WordBags.build([_SPEAKER_LETTER.sub(r"\1", label) for label in labels])
+
+
+_SPEAKER_LETTER = re.compile(r"^.* ([A-Z])$")
+
+
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 12 read the words before a figure past "of" as what it counts ("summaries of 416 words"
-    counted summaries); the sentence kinds and the words the sentences' figures count are read again here from
-    ``document`` (the one the index was built from); None for any other format, or when the document's sentences are
-    not the index's."""
+    document again: format 13 kept no speakers; each sentence's speaker in a transcript
+    (``ingest.segment.turn_speakers``) is read here from ``document`` (the one the index was built from), and the
+    sentence kinds and the words the sentences' figures count are read again with it; None for any other format, or
+    when the document's sentences are not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
     texts = [document.sentence_text(i) for i in range(len(document.sentences))]
     counted = WordBags.build([counted_text(t) for t in texts]).arrays("sentence_counted")
-    return arrays | {"format": np.array(FORMAT), "sentence_kind": sentence_kinds(texts)} | counted
+    speakers = speaker_bags(document)
+    new = {"format": np.array(FORMAT), "sentence_kind": sentence_kinds(texts)}
+    return arrays | new | counted | speakers.arrays("sentence_speaker")
 
 
 INT_ARRAYS = (
@@ -463,7 +486,7 @@ INT_ARRAYS = (
     "document_tokens",
 )
 FLOAT_ARRAYS = ("passage_emb", "sentence_emb", "passage_dense", "sentence_dense")
-WORD_BAGS = ("passage_words", "sentence_words", "sentence_counted")
+WORD_BAGS = ("passage_words", "sentence_words", "sentence_counted", "sentence_speaker")
 
 
 def _int(values: np.ndarray, width: int = 0) -> torch.Tensor:
@@ -556,6 +579,8 @@ class Question:
     # (``_OVERVIEW_WORDS``): the names its introducing sentences hold (:func:`lead_sentences`)
     total: Total = field(default=alone, repr=False, compare=False)  # the index is a shard: sums over the shards
     asks_date: bool = False  # "When …", "What year …": the cited sentence should give a date
+    speakers: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))  # (N,) ascending word
+    # ids that may name a transcript's speaker: its words, a one-letter one only in upper case ("Grad A", not "a")
     _counted: tuple[CollectionIndex, Frequencies, torch.Tensor] | None = field(default=None, repr=False, compare=False)
 
     def frequencies(self, index: CollectionIndex) -> Frequencies:
@@ -628,7 +653,11 @@ class Question:
             _overview_names(question),
             total,
             _ASKS_DATE.match(question) is not None,
+            speakers=question_words(" ".join(w for w in _LETTERS.findall(question) if len(w) > 1 or w.isupper())),
         )
+
+
+_LETTERS = re.compile(r"[A-Za-z0-9]+")
 
 
 def _overview_names(question: str) -> torch.Tensor:
@@ -777,7 +806,8 @@ def evidence_terms(
     model: Model, index: CollectionIndex, question: Question, read: ReadResult | None = None
 ) -> dict[str, torch.Tensor]:
     """The z-scored terms of the evidence score of every passage (z-scored over every shard's passages when the
-    question was encoded for a shard). → {"match", "semantic", "doc", "lexical", "dense", "sentence"[, "read"]}: (P,)"""
+    question was encoded for a shard).
+    → {"match", "semantic", "doc", "lexical", "dense", "sentence", "speaker"[, "read"]}: (P,)"""
     net = model.net
     match = match_scores(net, question.similarity, index.passage_tokens, question.idf(index))
     documents = index.passage_document
@@ -788,10 +818,22 @@ def evidence_terms(
         "lexical": bm25(index.passage_words, question.words, question.frequencies(index)),
         "dense": cosines(index.passage_dense, question.dense),
         "sentence": best_of_passage(index, cosines(index.sentence_dense, question.dense)),
+        "speaker": speaker_term(index, question),
     }
     if read is not None:
         terms["read"] = read_term(read.mass)
     return _zscores(terms, question.total)
+
+
+def speaker_term(index: CollectionIndex, question: Question) -> torch.Tensor:
+    """The speaker term before z-scoring: the best BM25 of the question's words among each passage's sentences that
+    a speaker it names says in a transcript (:func:`speaking_sentences`), 0 where there is none. "What did C think
+    about the budget?": the passage where Professor C talks of it, not one where others do.  → (P,)"""
+    speaking = speaking_sentences(index, question)
+    if not speaking.any():
+        return torch.zeros(index.passages)
+    lexical = bm25(index.sentence_words, question.words, question.frequencies(index))  # (S,)
+    return best_of_passage(index, lexical.masked_fill(~speaking, 0.0))
 
 
 def cosines(vectors: torch.Tensor, query: torch.Tensor, rows: int = 2048) -> torch.Tensor:
@@ -811,6 +853,7 @@ def evidence_score(model: Model, terms: dict[str, torch.Tensor]) -> torch.Tensor
     w = model.weights
     score = w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
     score = score + w.lexical * terms["lexical"] + w.dense * terms["dense"] + w.sentence * terms["sentence"]
+    score = score + SPEAKER_WEIGHT * terms["speaker"] if "speaker" in terms else score
     return score + w.read * terms["read"] if "read" in terms else score
 
 
@@ -874,6 +917,18 @@ def counting_sentences(index: CollectionIndex, question: Question) -> torch.Tens
     return subject
 
 
+def speaking_sentences(index: CollectionIndex, question: Question) -> torch.Tensor:
+    """Which sentences a speaker the question names speaks in a transcript: every word of the label of the turn
+    that holds the sentence (:attr:`CollectionIndex.sentence_speaker`) is a word of the question ("What is the name
+    of the Industrial Designer?": "'Kay um my name is Gaurav ." in the Industrial Designer's turn, not the Marketing
+    Expert's "So , my name's Cat" beside it).  → (S,) bool"""
+    bags = index.sentence_speaker
+    sentences = bags.lengths.shape[0]
+    labelled = torch.bincount(bags.owner, minlength=sentences)  # (S,) distinct words of each sentence's speaker
+    named = torch.bincount(bags.owner[bags.entries(question.speakers)], minlength=sentences)
+    return (labelled > 0) & (named == labelled)
+
+
 def lead_sentences(index: CollectionIndex, question: Question) -> torch.Tensor:
     """For a question that asks what documents it names are or do and nothing more (:attr:`Question.overview`), of
     each document whose title holds its names (they are in every passage's word bag): the first whole sentence that
@@ -901,15 +956,21 @@ def lead_sentences(index: CollectionIndex, question: Question) -> torch.Tensor:
 
 @torch.no_grad()
 def best_sentence(
-    model: Model, index: CollectionIndex, question: Question, passage: int, chosen: torch.Tensor | None = None
+    model: Model,
+    index: CollectionIndex,
+    question: Question,
+    passage: int,
+    chosen: torch.Tensor | None = None,
+    spoken: torch.Tensor | None = None,
 ) -> int:
     """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
     score's match, semantic, lexical and sentence terms over the passage's sentences (the lexical term's word
     frequencies counted over the index's passages), among its whole sentences if any (not a heading, a web address
     or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
     employees …"), among those that quote one if any (a citation mark "[44]" is none), when it asks when ("When was
-    …", "What year …"), among the whole ones that give a date if any — and among those, the ``chosen`` ones ((S,)
-    bool: :func:`counting_sentences`, :func:`lead_sentences`) if any. A sentence that asks a question is answered
+    …", "What year …"), among the whole ones that give a date if any — and among those, the ones ``spoken`` ((S,)
+    bool) by a speaker the question names (:func:`speaking_sentences`) if any, then the ``chosen`` ones ((S,) bool:
+    :func:`counting_sentences`, :func:`lead_sentences`) if any. A sentence that asks a question is answered
     by what follows it: the passage's next whole sentence that asks none is cited instead (a meeting's "Has HEFCW
     done any assessment …?" then the reply; an FAQ's question then its answer)."""
     first, last = int(index.passage_first[passage]), int(index.passage_first[passage + 1])
@@ -928,6 +989,8 @@ def best_sentence(
         score = _among(score, (kind & FIGURE) > 0)
     if question.asks_date:  # "When was the charter established?": "… signed into law … on April 17, 1982"
         score = _among(score, ((kind & DATE) > 0) & whole)
+    if spoken is not None:
+        score = _among(score, spoken[first:last])
     if chosen is not None:
         score = _among(score, chosen[first:last])
     best = int(score.argmax())
@@ -984,7 +1047,9 @@ def ranked_hits(
     is answered from PaperMage even where another paper's passage says "paper" more often. A passage holding a
     sentence that counts what a figure question asks the count of (:func:`counting_sentences`) scores
     ``COUNT_BONUS`` more; the one that introduces a document a question asks what it is (:func:`lead_sentences`)
-    ``LEAD_BONUS`` more, and that sentence is cited. A passage whose best sentence is a fragment (a table's cell, a
+    ``LEAD_BONUS`` more, and that sentence is cited. In a transcript, a question that names a speaker ("What did
+    the Marketing Expert say about the price?") cites in each passage what that speaker says if they speak in it
+    (:func:`speaking_sentences`). A passage whose best sentence is a fragment (a table's cell, a
     heading left alone), or most of whose sentences ask questions, comes after every other passage
     (:func:`is_deferred`).
     The passages are scored at the first ``next``: over every shard, together with the other shards, when
@@ -997,6 +1062,8 @@ def ranked_hits(
         if leading.any():
             score = score + LEAD_BONUS * best_of_passage(index, leading.float())
         chosen = counting | leading
+        speaking = speaking_sentences(index, question)
+        spoken = speaking if speaking.any() else None
         order = torch.sort(score, descending=True, stable=True).indices  # equal scores: in the index's order
         if question.documents:  # the named documents' passages first, best first within each part
             other = ~torch.isin(index.passage_document[order], torch.tensor(question.documents))
@@ -1005,7 +1072,7 @@ def ranked_hits(
     for block in order.split(RANKED_BLOCK):  # the caller reads a few: not every passage made a Python int
         for p in block.tolist():
             with torch.no_grad():
-                sentence = best_sentence(model, index, question, p, chosen)
+                sentence = best_sentence(model, index, question, p, chosen, spoken)
             hit = Hit(p, sentence, float(score[p]), is_deferred(index, p, sentence))
             if hit.deferred:
                 deferred.append(hit)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest.segment import MAX_SENTENCE_CHARS, heading_title, segment, split_sentences
+from ingest.segment import MAX_SENTENCE_CHARS, heading_title, segment, split_sentences, turn_speakers
 
 
 def _sentences(text: str) -> list[str]:
@@ -63,6 +63,13 @@ def test_a_stop_without_a_space_ends_a_sentence_and_a_report_number_does_not() -
         "Of that, 28% was for the retinoid.",
         "SG&A expense was $20.8 million.",
         "See os.SEEK_SET here.",  # code: a constant after a module's name
+    ]
+    article = "Costs were $10.7 million.A few other costs rose 3%.A big part. Use re.A is fine."
+    assert _sentences(article) == [
+        "Costs were $10.7 million.",
+        "A few other costs rose 3%.",
+        "A big part.",
+        "Use re.A is fine.",  # code: a flag after a module's name
     ]
 
 
@@ -229,3 +236,13 @@ def test_table_rows_are_sentences_of_their_own() -> None:
         "Revenue of 260,174 million in 2019,\ncompared with 265,595 million in 2018, fell by 2 percent.",
     ]
     assert len({s.paragraph for s in segment(text).sentences}) == 1  # the header stays with its rows
+
+
+def test_the_speaker_of_a_transcript_turn_is_its_line_s_label() -> None:
+    """Each position's speaker: the label opening its line in a transcript (two labelled lines or more); a lone
+    "Note: …" line names no one."""
+    meeting = "Project Manager: Okay . Let us start .\nProfessor C: Right . 'Kay I am Gaurav .\nand more"
+    starts = [0, meeting.index("Let"), meeting.index("Right"), meeting.index("'Kay"), meeting.index("and more")]
+    assert turn_speakers(meeting, starts) == ["Project Manager", "Project Manager", "Professor C", "Professor C", ""]
+    memo = "Note: the office closes early . The cafeteria serves soup ."
+    assert turn_speakers(memo, [0, memo.index("The")]) == ["", ""]

@@ -162,8 +162,8 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
 def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding(
     services: Services, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Indexes stored by the format before (11: a year counted what follows it) are not encoded again: each gains
-    its sentence kinds and the words its figures count anew, read from its document's
+    """Indexes stored by the format before (13: no speakers) are not encoded again: each gains its sentence kinds,
+    the words its figures count and its sentences' speakers anew, read from its document's
     sentences (the same as a fresh encoding gives), its store files move to this format's folder, and the previous
     folder goes once it is empty."""
     import numpy as np
@@ -177,7 +177,7 @@ def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding
     previous = folder.with_name(folder.name.replace(f"index{FORMAT}", f"index{FORMAT - 1}"))
     folder.rename(previous)  # as an earlier format left it: its own sentence kinds (here none), no counted words
     for name, arrays in fresh.items():
-        old = {k: v for k, v in arrays.items() if not k.startswith("sentence_counted")}
+        old = {k: v for k, v in arrays.items() if not k.startswith(("sentence_counted", "sentence_speaker"))}
         old |= {"format": np.array(FORMAT - 1), "sentence_kind": np.zeros_like(arrays["sentence_kind"])}
         write_npz_atomic(previous / name, **old)
     monkeypatch.setattr(CollectionIndex, "build", lambda *_: pytest.fail("the index was encoded again"))
@@ -186,7 +186,8 @@ def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding
     for name, arrays in fresh.items():
         saved = read_npz(folder / name)
         assert int(saved["format"]) == FORMAT and np.array_equal(saved["sentence_kind"], arrays["sentence_kind"])
-        assert all(np.array_equal(saved[k], v) for k, v in arrays.items() if k.startswith("sentence_counted"))
+        carried = ("sentence_counted", "sentence_speaker")
+        assert all(np.array_equal(saved[k], v) for k, v in arrays.items() if k.startswith(carried))
     assert not list(previous.glob("*.npy")) and not list(previous.glob("*.npz"))
     again.indexes._prune(folder.name, previous.name)
     assert not previous.exists() and sorted(p.name for p in stored_indexes(home)) == sorted(fresh)
@@ -715,6 +716,61 @@ def test_a_question_asking_when_cites_the_sentence_that_gives_a_date(checkpoint:
     question.asks_date = False
     a, b = spans[best_sentence(model, index, question, hit.passage)]
     assert text[a:b].startswith("The charter of rights was established"), text[a:b]
+
+
+def test_a_question_naming_a_speaker_cites_what_that_speaker_says(checkpoint: Path) -> None:
+    """A new user's walk: "What is the name of the Industrial Designer?" cited another speaker's introduction. In a
+    transcript, a question that names a speaker cites, in each passage, a sentence that speaker says (QMSum asks
+    "What did C think …?" of "Professor C"); without the rule the sentence sharing most words is cited."""
+    from model.inference.qa import Question, best_sentence, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    text = (
+        "Project Manager: Let us introduce ourselves now , and then talk about the budget .\n"
+        "Marketing: So , my name is Cat , and I am the designer of the marketing plan here .\n"
+        "Industrial Designer: Right . Um my name is Gaurav , and I draw the remotes .\n"
+        "Professor C: The money for the remote is too small , in my view .\n"
+        "Grad A: I think the budget is fine , and I think about the budget every day .\n"
+    )
+    index = CollectionIndex.build(model, [document_text("meeting", text, "Kickoff meeting")])
+    spans = index.sentence_spans.tolist()
+    for asked, said, otherwise in [
+        ("What is the name of the Industrial Designer?", "Um my name is Gaurav", "Marketing: So"),
+        ("What did C think about the budget?", "Professor C: The money", "Grad A: I think"),
+    ]:
+        question = Question.encode(model, asked, index)
+        hit = next(iter(ranked_hits(model, index, question)))
+        a, b = spans[hit.sentence]
+        assert text[a:b].startswith(said), (asked, text[a:b])
+        a, b = spans[best_sentence(model, index, question, hit.passage)]
+        assert text[a:b].startswith(otherwise), (asked, text[a:b])
+
+
+def test_a_question_naming_a_speaker_ranks_first_the_passage_where_they_speak_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "What did C think about the budget?" over a meeting whose budget talk is mostly Grad A's and Grad B's: the
+    speaker term (the best BM25 among the sentences Professor C says in each passage, 0 where C says none) ranks
+    C's passage first; at weight 0 the others' passage comes first."""
+    import model.inference.qa as qa
+    from model.research.evaluation.passages import document_text
+
+    model = load_model()  # the shipped checkpoint
+    blocks = [
+        "Grad A: I think the budget is fine .\nGrad B: I think the budget matters , and I think about the budget .",
+        "Professor C: The budget is too small .\nGrad A: We should order pizza for the lunch .",
+        "Grad B: The microphones work well today .\nProfessor C: Let us read the digits now .",
+        "Grad A: The schedule for the next meeting is Tuesday .\nGrad B: Fine .",
+    ]
+    index = CollectionIndex.build(model, [document_text("meeting", "\n\n".join(blocks), "Meeting")])
+    assert index.passages == 4
+    question = qa.Question.encode(model, "What did C think about the budget?", index)
+    term = qa.speaker_term(index, question)
+    assert int(term.argmax()) == 1 and term[0] == 0 and term[3] == 0, term
+    assert next(iter(qa.ranked_hits(model, index, question))).passage == 1
+    monkeypatch.setattr(qa, "SPEAKER_WEIGHT", 0.0)
+    assert next(iter(qa.ranked_hits(model, index, question))).passage == 0
 
 
 def test_the_bm25_reader_is_not_confident_in_a_sentence_sharing_one_word_of_several(services: Services) -> None:
