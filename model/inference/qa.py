@@ -28,12 +28,14 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
                embedding dilutes; M_s is the mean of MiniLM's states of s's word pieces in the pass that embeds p
                (late chunking: no second pass, and s is read in its context), computed when the document is indexed
     speaker    max over p's sentences s that a speaker the question names says in a transcript ("What did C think
-               …?": Professor C's turns) of BM25 of the question's words in s; 0 where there is none
+               …?": Professor C's turns) of BM25 of the question's words in s, and (speaker_dense) of cos(M_q, M_s)
+               from 0 up; 0 where there is none
 
 ``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical + w_dense · dense
-+ w_sent · sentence + w_speaker · speaker`` with the checkpoint's :class:`EvidenceWeights`
++ w_sent · sentence + w_spk · speaker + w_spkd · speaker_dense`` with the checkpoint's :class:`EvidenceWeights`
 (``model.research.training.calibrate``: fitted on the development domains, each question over its set's corpus and
-over its own document; w_speaker is ``SPEAKER_WEIGHT``, fitted on QMSum train meetings). The answer cites, for
+over its own document; w_spk and w_spkd are ``SPEAKER_LEXICAL`` and ``SPEAKER_DENSE``, fitted on QMSum train
+meetings). The answer cites, for
 each of the best k passages, the sentence that best answers the question (the match, semantic, lexical and sentence
 terms over the passage's sentences): a sentence of the library, named by its document and its index among the
 document's sentences; it is a confident answer when :func:`is_confident` says so.
@@ -107,7 +109,8 @@ _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with
 NAME_PURITY = 0.9  # a name, not a topic: at least this share of the sentences that use it are in documents it titles
 # (S2ORC: 74 of 75 in the S2ORC paper, which PaperMage cites once; "beyond": 3 of 17 in the paper it titles)
 _POSSESSIVE = re.compile(r"['\u2019]s$")
-SPEAKER_WEIGHT = 0.5  # w_speaker (:func:`speaker_term`): fitted on QMSum train meetings, BENCHMARKS.md (stop 41)
+# The speaker terms' weights (:func:`speaker_terms`), fitted on 120 QMSum train meetings: BENCHMARKS.md (stop 41)
+SPEAKER_LEXICAL, SPEAKER_DENSE = 0.25, 0.5
 COUNT_BONUS = 8.0  # added to the score of a passage whose sentence counts what a figure question asks the count of
 # What a sentence that introduces a document's subject says of it ("We introduce papermage, …", "X is a …")
 _INTRODUCING = "is are introduce present propose describe offer provide develop release contain consist"
@@ -807,33 +810,40 @@ def evidence_terms(
 ) -> dict[str, torch.Tensor]:
     """The z-scored terms of the evidence score of every passage (z-scored over every shard's passages when the
     question was encoded for a shard).
-    → {"match", "semantic", "doc", "lexical", "dense", "sentence", "speaker"[, "read"]}: (P,)"""
+    → {"match", "semantic", "doc", "lexical", "dense", "sentence", "speaker", "speaker_dense"[, "read"]}: (P,)"""
     net = model.net
     match = match_scores(net, question.similarity, index.passage_tokens, question.idf(index))
     documents = index.passage_document
+    sentence_cosines = cosines(index.sentence_dense, question.dense)  # (S,)
     terms = {
         "match": net.match.logits(match, documents, len(index.document_ids)),
         "semantic": index.passage_emb @ question.embedding,
         "doc": (index.document_emb @ question.embedding)[documents],
         "lexical": bm25(index.passage_words, question.words, question.frequencies(index)),
         "dense": cosines(index.passage_dense, question.dense),
-        "sentence": best_of_passage(index, cosines(index.sentence_dense, question.dense)),
-        "speaker": speaker_term(index, question),
+        "sentence": best_of_passage(index, sentence_cosines),
+        **speaker_terms(index, question, sentence_cosines),
     }
     if read is not None:
         terms["read"] = read_term(read.mass)
     return _zscores(terms, question.total)
 
 
-def speaker_term(index: CollectionIndex, question: Question) -> torch.Tensor:
-    """The speaker term before z-scoring: the best BM25 of the question's words among each passage's sentences that
-    a speaker it names says in a transcript (:func:`speaking_sentences`), 0 where there is none. "What did C think
-    about the budget?": the passage where Professor C talks of it, not one where others do.  → (P,)"""
+def speaker_terms(
+    index: CollectionIndex, question: Question, sentence_cosines: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """The speaker terms before z-scoring, over each passage's sentences that a speaker the question names says in
+    a transcript (:func:`speaking_sentences`; 0 where there is none): the best BM25 of the question's words
+    ("speaker") and the best MiniLM cosine ``sentence_cosines`` (S,), from 0 up ("speaker_dense"). "What did C
+    think about the budget?": the passage where Professor C talks of it, not one where others do.  → {name: (P,)}"""
     speaking = speaking_sentences(index, question)
     if not speaking.any():
-        return torch.zeros(index.passages)
+        return {"speaker": torch.zeros(index.passages), "speaker_dense": torch.zeros(index.passages)}
     lexical = bm25(index.sentence_words, question.words, question.frequencies(index))  # (S,)
-    return best_of_passage(index, lexical.masked_fill(~speaking, 0.0))
+    return {
+        "speaker": best_of_passage(index, lexical.masked_fill(~speaking, 0.0)),
+        "speaker_dense": best_of_passage(index, sentence_cosines.clamp_min(0.0).masked_fill(~speaking, 0.0)),
+    }
 
 
 def cosines(vectors: torch.Tensor, query: torch.Tensor, rows: int = 2048) -> torch.Tensor:
@@ -853,7 +863,8 @@ def evidence_score(model: Model, terms: dict[str, torch.Tensor]) -> torch.Tensor
     w = model.weights
     score = w.match * terms["match"] + w.semantic * terms["semantic"] + w.doc * terms["doc"]
     score = score + w.lexical * terms["lexical"] + w.dense * terms["dense"] + w.sentence * terms["sentence"]
-    score = score + SPEAKER_WEIGHT * terms["speaker"] if "speaker" in terms else score
+    if "speaker" in terms:
+        score = score + SPEAKER_LEXICAL * terms["speaker"] + SPEAKER_DENSE * terms["speaker_dense"]
     return score + w.read * terms["read"] if "read" in terms else score
 
 

@@ -751,8 +751,8 @@ def test_a_question_naming_a_speaker_ranks_first_the_passage_where_they_speak_of
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """ "What did C think about the budget?" over a meeting whose budget talk is mostly Grad A's and Grad B's: the
-    speaker term (the best BM25 among the sentences Professor C says in each passage, 0 where C says none) ranks
-    C's passage first; at weight 0 the others' passage comes first."""
+    speaker terms (the best BM25 and MiniLM cosine among the sentences Professor C says in each passage, 0 where C
+    says none) rank C's passage first; at weight 0 the others' passage comes first."""
     import model.inference.qa as qa
     from model.research.evaluation.passages import document_text
 
@@ -766,10 +766,12 @@ def test_a_question_naming_a_speaker_ranks_first_the_passage_where_they_speak_of
     index = CollectionIndex.build(model, [document_text("meeting", "\n\n".join(blocks), "Meeting")])
     assert index.passages == 4
     question = qa.Question.encode(model, "What did C think about the budget?", index)
-    term = qa.speaker_term(index, question)
-    assert int(term.argmax()) == 1 and term[0] == 0 and term[3] == 0, term
+    cosines = qa.cosines(index.sentence_dense, question.dense)
+    for term in qa.speaker_terms(index, question, cosines).values():
+        assert int(term.argmax()) == 1 and term[0] == 0 and term[3] == 0, term
     assert next(iter(qa.ranked_hits(model, index, question))).passage == 1
-    monkeypatch.setattr(qa, "SPEAKER_WEIGHT", 0.0)
+    monkeypatch.setattr(qa, "SPEAKER_LEXICAL", 0.0)
+    monkeypatch.setattr(qa, "SPEAKER_DENSE", 0.0)
     assert next(iter(qa.ranked_hits(model, index, question))).passage == 0
 
 
