@@ -239,10 +239,13 @@ def test_table_rows_are_sentences_of_their_own() -> None:
 
 
 def test_the_speaker_of_a_transcript_turn_is_its_line_s_label() -> None:
-    """Each position's speaker: the label opening its line in a transcript (two labelled lines or more); a lone
-    "Note: …" line names no one."""
+    """Each position's speaker: the label opening its line in a transcript (two labelled lines or more, half of its
+    lines at least); a lone "Note: …" line names no one, nor do a contract's "By:" and "Title:" lines."""
     meeting = "Project Manager: Okay . Let us start .\nProfessor C: Right . 'Kay I am Gaurav .\nand more"
     starts = [0, meeting.index("Let"), meeting.index("Right"), meeting.index("'Kay"), meeting.index("and more")]
     assert turn_speakers(meeting, starts) == ["Project Manager", "Project Manager", "Professor C", "Professor C", ""]
     memo = "Note: the office closes early . The cafeteria serves soup ."
     assert turn_speakers(memo, [0, memo.index("The")]) == ["", ""]
+    contract = "Source: ACME, 10-K\n1. The term is two years.\n2. Fees are due monthly.\nBy: Jane Roe\nTitle: CEO\n"
+    contract += "\n".join(f"{n}. Clause {n} applies." for n in range(3, 9))  # labelled lines: 3 of 11
+    assert turn_speakers(contract, [0, contract.index("By"), contract.index("Title")]) == ["", "", ""]
