@@ -34,11 +34,11 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
 ``score = w_read · read + w_match · match + w_sem · semantic + w_doc · doc + w_lex · lexical + w_dense · dense
 + w_sent · sentence + w_spk · speaker + w_spkd · speaker_dense`` with the checkpoint's :class:`EvidenceWeights`
 (``model.research.training.calibrate``: fitted on the development domains, each question over its set's corpus and
-over its own document; w_spk and w_spkd are ``SPEAKER_LEXICAL`` and ``SPEAKER_DENSE``, fitted on QMSum train
-meetings). The answer cites, for
-each of the best k passages, the sentence that best answers the question (the match, semantic, lexical and sentence
-terms over the passage's sentences): a sentence of the library, named by its document and its index among the
-document's sentences; it is a confident answer when :func:`is_confident` says so.
+over its own document; w_spk and w_spkd are ``SPEAKER_LEXICAL`` and ``SPEAKER_DENSE``, chosen on QMSum train
+meetings and val). The answer cites, for each of the best k passages, the sentence that best answers the question
+(the match, semantic, lexical and sentence terms over the passage's sentences): a sentence of the library, named by
+its document and its index among the document's sentences; it is a confident answer when :func:`is_confident` says
+so.
 
 An index may be one shard of a collection (``app.services.shards``): a question encoded with the shards' ``Total``
 (``Question.encode(model, q, shard_index, total)``) sums with the other shards every statistic a score reads beyond
@@ -109,7 +109,8 @@ _NAME = re.compile(r"[A-Z][\w&-]*(?:['\u2019]s\b)?")  # a capitalised word, with
 NAME_PURITY = 0.9  # a name, not a topic: at least this share of the sentences that use it are in documents it titles
 # (S2ORC: 74 of 75 in the S2ORC paper, which PaperMage cites once; "beyond": 3 of 17 in the paper it titles)
 _POSSESSIVE = re.compile(r"['\u2019]s$")
-# The speaker terms' weights (:func:`speaker_terms`), fitted on 120 QMSum train meetings: BENCHMARKS.md (stop 41)
+# The speaker terms' weights (:func:`speaker_terms`): among the pairs within 0.4 points of the best recall@5 on 120
+# QMSum train meetings, the best on QMSum val (`scripts/fit_speaker.py`; BENCHMARKS.md, stop 41)
 SPEAKER_LEXICAL, SPEAKER_DENSE = 0.25, 0.5
 COUNT_BONUS = 8.0  # added to the score of a passage whose sentence counts what a figure question asks the count of
 # What a sentence that introduces a document's subject says of it ("We introduce papermage, …", "X is a …")
