@@ -96,6 +96,11 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # Gwenllian AM: Has HEFCW …" (up to five capitalised words and a colon)
 SPEAKER = re.compile(r"^[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}:\s")
 _TURN = re.compile(SPEAKER.pattern, re.MULTILINE)  # a label at any line's start
+# A label on a line of its own, the turn on the lines after it: an earnings call's "Jerry Turin - Chief Financial
+# Officer Speaking." (not a contract's "Franchisee:" or "EXHIBITS:" line before its clauses)
+_HEADED_TURN = re.compile(
+    r"^(?P<label>[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,4}(?: - [^\n]{1,80}?)?) Speaking\.[ \t]*$", re.M
+)
 # A caption's first words: "Figure 4: …", "Table 2. Usage …" (not "Fig. 2.a where …", nor "Fig. 2." ending a sentence)
 CAPTION = re.compile(r"(?:Figure|Fig\.|Table|Tab\.|Algorithm|Listing) ?[A-Z]?\d+(?::|\.(?= [A-Z]))")
 # A sentence ends at . ! ? … before a capital or digit, also after an opening quote and a space (a tokenized text's
@@ -331,11 +336,20 @@ def turn_speakers(text: str, positions: Sequence[int]) -> list[str]:
     drawing stay . {vocalsound} 'Kay um my name is Gaurav ."), when ``text`` is a transcript — two lines or more
     open with a label, and half of its lines at least (not a lone "Note: …" line, nor a contract's "Source: …",
     "By: …" and "Title: …" lines among its clauses, a third of its lines at most in the L-Eval contracts; QMSum's
-    meetings: 70 % or more) —; else ""."""
+    meetings: 70 % or more) —; else "". An earnings call's turn runs from its "Name - Title Speaking." line (that
+    line no one's) to the next label, all its lines that speaker's, and counted as labelled."""
     labels = {m.start(): m.group().rstrip().removesuffix(":") for m in _TURN.finditer(text)}
-    if len(labels) < 2 or 2 * len(labels) < sum(1 for line in text.splitlines() if line.strip()):
+    headed = {m.start(): m.group("label") for m in _HEADED_TURN.finditer(text)}
+    speaker, line_speakers, at, spoken, nonempty = "", {}, 0, 0, 0
+    for line in text.split("\n"):  # a headed turn runs from its label's line to the next label
+        speaker = headed.get(at, "" if at in labels else speaker)
+        line_speakers[at] = labels.get(at) or ("" if at in headed else speaker)  # the label's line says nothing
+        nonempty += bool(line.strip())
+        spoken += bool(line.strip()) and bool(speaker or labels.get(at))
+        at += len(line) + 1
+    if len(labels | headed) < 2 or 2 * spoken < nonempty:
         return ["" for _ in positions]
-    return [labels.get(text.rfind("\n", 0, at) + 1, "") for at in positions]
+    return [line_speakers[text.rfind("\n", 0, at) + 1] for at in positions]
 
 
 def _table_row(line: str) -> bool:

@@ -90,7 +90,7 @@ from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 14  # of the arrays; arrays of format 13 are carried over (`upgraded`), of another format rebuilt
+FORMAT = 15  # of the arrays; arrays of format 14 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
 RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a time
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -455,10 +455,11 @@ class CollectionIndex:
 
 def speaker_bags(document: DocumentText) -> WordBags:
     """The words that name each sentence's speaker in a transcript (``ingest.segment.turn_speakers``; none outside
-    one): the label's words ("Industrial Designer"), or the letter alone of a label that ends in one ("Professor C":
-    QMSum asks "What did C think about …?")."""
+    one): the label's words ("Industrial Designer"), the name alone of an earnings call's "Jerry Turin - Chief
+    Financial Officer", or the letter alone of a label that ends in one ("Professor C": QMSum asks "What did C think
+    about …?")."""
     labels = turn_speakers(document.text, document.sentences[:, 0].tolist())
-    return WordBags.build([_SPEAKER_LETTER.sub(r"\1", label) for label in labels])
+    return WordBags.build([_SPEAKER_LETTER.sub(r"\1", label.split(" - ")[0]) for label in labels])
 
 
 _SPEAKER_LETTER = re.compile(r"^.* ([A-Z])$")
@@ -466,7 +467,7 @@ _SPEAKER_LETTER = re.compile(r"^.* ([A-Z])$")
 
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 13 kept no speakers; each sentence's speaker in a transcript
+    document again: format 14 read no earnings call's speakers; each sentence's speaker in a transcript
     (``ingest.segment.turn_speakers``) is read here from ``document`` (the one the index was built from), and the
     sentence kinds and the words the sentences' figures count are read again with it; None for any other format, or
     when the document's sentences are not the index's."""

@@ -249,3 +249,18 @@ def test_the_speaker_of_a_transcript_turn_is_its_line_s_label() -> None:
     contract = "Source: ACME, 10-K\n1. The term is two years.\n2. Fees are due monthly.\nBy: Jane Roe\nTitle: CEO\n"
     contract += "\n".join(f"{n}. Clause {n} applies." for n in range(3, 9))  # labelled lines: 3 of 11
     assert turn_speakers(contract, [0, contract.index("By"), contract.index("Title")]) == ["", "", ""]
+
+
+def test_an_earnings_call_s_turn_runs_from_its_speaking_line_to_the_next() -> None:
+    """A call written as "Name - Title Speaking." lines, each turn on the lines after its label: the turn's every
+    line is that speaker's, the call's opening (before any label) and the label's own line no one's; a contract's
+    lone "Franchisee:" line opens no turn."""
+    call = (
+        "Good afternoon and welcome to the call.\nJim Fanucchi - Darrow Associates Speaking.\nThank you, operator.\n"
+        "Jerry Turin - Chief Financial Officer Speaking.\nThanks Jim. Revenue rose.\nMargins held.\n"
+    )
+    at = [0, call.index("Jim"), call.index("Thank you"), call.index("Thanks Jim"), call.index("Margins")]
+    turn = "Jerry Turin - Chief Financial Officer"
+    assert turn_speakers(call, at) == ["", "", "Jim Fanucchi - Darrow Associates", turn, turn]
+    contract = "Franchisee:\n" + "\n".join(f"{n}. Clause {n} applies." for n in range(1, 9)) + "\nATTEST:\nJane Roe"
+    assert turn_speakers(contract, [contract.index("2."), contract.index("Jane")]) == ["", ""]

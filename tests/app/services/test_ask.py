@@ -747,6 +747,26 @@ def test_a_question_naming_a_speaker_cites_what_that_speaker_says(checkpoint: Pa
         assert text[a:b].startswith(otherwise), (asked, text[a:b])
 
 
+def test_a_question_naming_an_earnings_call_s_speaker_cites_what_they_say(checkpoint: Path) -> None:
+    """An earnings call writes each turn under a "Name - Title Speaking." line: "What did Jerry Turin say about the
+    margins?" cites the CFO's sentence on margins, not the CEO's, and the citation names the CFO's turn."""
+    from model.inference.qa import Question, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    text = (
+        "Good afternoon and welcome to the Acme first quarter conference call.\n"
+        "Greg Dougherty - Chief Executive Officer Speaking.\n"
+        "Thank you. Our gross margins improved a lot this quarter and we expect the margins to improve further.\n"
+        "Jerry Turin - Chief Financial Officer Speaking.\n"
+        "Thanks Greg. Gross margin was 18 percent, up from 12 percent.\n"
+    )
+    index = CollectionIndex.build(model, [document_text("call", text, "Acme call")])
+    question = Question.encode(model, "What did Jerry Turin say about the margins?", index)
+    a, b = index.sentence_spans.tolist()[next(iter(ranked_hits(model, index, question))).sentence]
+    assert text[a:b].startswith("Gross margin was 18 percent"), text[a:b]
+
+
 def test_a_question_naming_a_speaker_ranks_first_the_passage_where_they_speak_of_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
