@@ -46,6 +46,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "UPDATE collections SET shared = 1 WHERE name = 'python-stdlib'",  # the embedded sample, for every user
         "ALTER TABLE metrics ADD COLUMN user VARCHAR(200) NOT NULL DEFAULT ''",
     ],
+    4: ["ALTER TABLE citations ADD COLUMN speaker TEXT NOT NULL DEFAULT ''"],  # version 5: who said a cited sentence
 }
 
 

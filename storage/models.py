@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column, relationship
 
-SCHEMA_VERSION = 4  # storage/db.py: MIGRATIONS upgrades older libraries in place
+SCHEMA_VERSION = 5  # storage/db.py: MIGRATIONS upgrades older libraries in place
 
 
 def utcnow() -> datetime:
@@ -149,6 +149,7 @@ class CitationRow(Base):
     end: Mapped[int]
     text: Mapped[str] = mapped_column(Text)
     score: Mapped[float]
+    speaker: Mapped[str] = mapped_column(Text, default="")  # a transcript's speaker of the turn ("" elsewhere)
 
 
 class SummaryRow(Base):

@@ -77,8 +77,8 @@ class SessionStore:
         citations: list[dict[str, Any]],
     ) -> int:
         """Store an answer (in ``session_id`` when given, which then moves to the top of the list) with its
-        citations, each ``{"doc", "source", "title", "page", "start", "end", "text", "score"}`` in rank order; returns
-        the answer's id. Citations are copied, so the history survives removal of the documents."""
+        citations, each ``{"doc", "source", "title", "page", "start", "end", "text", "score", "speaker"?}`` in rank
+        order; returns the answer's id. Citations are copied, so the history survives removal of the documents."""
         with self.library.writing() as session:
             row = AnswerRow(
                 session_id=session_id,
@@ -101,6 +101,7 @@ class SessionStore:
                     end=c["end"],
                     text=c["text"],
                     score=c["score"],
+                    speaker=c.get("speaker") or "",
                 )
                 for rank, c in enumerate(citations)
             ]
@@ -155,7 +156,8 @@ class SessionStore:
             lines += [turn["answer"], ""]
             for rank, c in enumerate(turn["citations"], start=1):
                 where = c["title"] + (f", page {c['page']}" if c["page"] else "")
-                lines.append(f"{rank}. *{where}* (characters {c['start']}–{c['end']}): “{c['text']}”")
+                said = f"{c['speaker']}: " if c["speaker"] else ""
+                lines.append(f"{rank}. *{where}* (characters {c['start']}–{c['end']}): “{said}{c['text']}”")
             lines += [
                 "",
                 f"<sub>{turn['reader']} · {turn['timings_ms'].get('total', 0):.0f} ms · "
@@ -200,6 +202,7 @@ def _answer_json(row: AnswerRow) -> dict[str, Any]:
                 "end": c.end,
                 "text": c.text,
                 "score": c.score,
+                "speaker": c.speaker,
             }
             for c in row.citations
         ],

@@ -139,6 +139,7 @@ def test_a_version_1_library_is_upgraded_in_place(tmp_path: Path) -> None:
     library = Library(tmp_path)  # make it look like a library written by schema version 1: no answers.generated
     with library.session() as session, session.begin():
         session.execute(text("ALTER TABLE answers DROP COLUMN generated"))
+        session.execute(text("ALTER TABLE citations DROP COLUMN speaker"))
         session.execute(
             text(
                 "INSERT INTO answers (question, collections, answer, reader, settings, timings_ms, created_at) "
@@ -160,6 +161,7 @@ def test_a_version_2_library_loses_its_unread_token_arrays(tmp_path: Path) -> No
         session.execute(text("ALTER TABLE documents ADD COLUMN array_file TEXT"))
         session.execute(text("ALTER TABLE sentences ADD COLUMN token_start INTEGER NOT NULL DEFAULT 0"))
         session.execute(text("ALTER TABLE sentences ADD COLUMN token_end INTEGER NOT NULL DEFAULT 0"))
+        session.execute(text("ALTER TABLE citations DROP COLUMN speaker"))
         session.execute(text("UPDATE documents SET array_file = 'x.npz'"))
         session.get(Meta, "schema_version").value = "2"
     (tmp_path / "arrays").mkdir()
@@ -219,6 +221,7 @@ def test_a_version_3_library_gives_its_collections_to_the_command_line_user(tmp_
     database = sqlite3.connect(library.db_path, isolation_level=None)  # as schema version 3 wrote it: no owners
     for statement in [
         "ALTER TABLE metrics DROP COLUMN user",
+        "ALTER TABLE citations DROP COLUMN speaker",
         "CREATE TABLE c3 (id INTEGER PRIMARY KEY, name VARCHAR(200) UNIQUE, created_at DATETIME NOT NULL)",
         "INSERT INTO c3 SELECT id, name, created_at FROM collections",
         "DROP TABLE collections",

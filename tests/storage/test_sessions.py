@@ -57,6 +57,41 @@ def test_rename_export_and_delete(services: Services) -> None:
         services.sessions.history(session.id)
 
 
+def test_a_cited_speaker_is_kept_in_the_session_and_a_version_4_library_gains_the_column(
+    services: Services, home: Path
+) -> None:
+    """A transcript's citation names its speaker in the answer; the session kept it too ("Industrial Designer"), in
+    its history and both exports, and a library of schema version 4 (no speaker kept) is upgraded in place."""
+    import sqlite3
+
+    old = services.sessions.create("before")
+    services.ask.ask(["zoo"], "How do whales breathe?", session_id=old.id)
+    database = sqlite3.connect(home / "library.db", isolation_level=None)  # as schema version 4 wrote it
+    database.execute("ALTER TABLE citations DROP COLUMN speaker")
+    database.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    database.close()
+    services = Services(home)
+    assert services.sessions.history(old.id)[0]["citations"][0]["speaker"] == ""  # kept, and no speaker
+    meeting = home.parent / "meeting.txt"
+    meeting.write_text(
+        "Project Manager: Okay, let us start the meeting now.\n"
+        "Industrial Designer: Right. My favourite animal is a cow, because cows are so calm.\n"
+        "Marketing: Mine is a dog. Dogs are loyal friends.\n",
+        encoding="utf-8",
+    )
+    assert [e.status for e in services.ingest.ingest([meeting], "talk")] == ["ingested"]
+    session = services.sessions.create("animals")
+    services.ask.ask(["talk"], "Is the favourite animal a cow?", session_id=session.id)
+    cited = services.sessions.history(session.id)[0]["citations"][0]
+    assert (cited["speaker"], cited["text"]) == (
+        "Industrial Designer",
+        "My favourite animal is a cow, because cows are so calm.",
+    )
+    assert json.loads(services.sessions.export(session.id, "json"))["questions"][0]["citations"][0]["speaker"]
+    markdown = services.sessions.export(session.id, "md")
+    assert "“Industrial Designer: My favourite animal is a cow, because cows are so calm.”" in markdown
+
+
 def test_users_see_only_their_own_sessions(services: Services) -> None:
     alice = services.sessions.create("Alice's", user="alice")
     services.sessions.create("Bob's", user="bob")
