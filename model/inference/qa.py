@@ -112,6 +112,10 @@ _POSSESSIVE = re.compile(r"['\u2019]s$")
 # The speaker terms' weights (:func:`speaker_terms`): among the pairs within 0.4 points of the best recall@5 on 120
 # QMSum train meetings, the best on QMSum val (`scripts/fit_speaker.py`; BENCHMARKS.md, stop 41)
 SPEAKER_LEXICAL, SPEAKER_DENSE = 0.25, 0.5
+# The cited sentence's score within its passage (:func:`best_sentence`): the weights of its token match, its BM25 and
+# its MiniLM cosine, chosen on the sentences of the gold passages in the top 5 of QMSum train and the L-Eval QA sets
+# (`scripts/fit_cite.py`; QMSum val held out; BENCHMARKS.md, stop 42)
+CITE_MATCH, CITE_LEXICAL, CITE_DENSE = 1.5, 1.0, 0.25
 COUNT_BONUS = 8.0  # added to the score of a passage whose sentence counts what a figure question asks the count of
 # What a sentence that introduces a document's subject says of it ("We introduce papermage, …", "X is a …")
 _INTRODUCING = "is are introduce present propose describe offer provide develop release contain consist"
@@ -976,9 +980,10 @@ def best_sentence(
     chosen: torch.Tensor | None = None,
     spoken: torch.Tensor | None = None,
 ) -> int:
-    """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: the evidence
-    score's match, semantic, lexical and sentence terms over the passage's sentences (the lexical term's word
-    frequencies counted over the index's passages), among its whole sentences if any (not a heading, a web address
+    """The sentence (a row of the index's sentences) of ``passage`` that best answers the question: its token match,
+    BM25 (word frequencies counted over the index's passages) and MiniLM cosine, z-scored over the passage's
+    sentences and weighted by :data:`CITE_MATCH`, :data:`CITE_LEXICAL` and :data:`CITE_DENSE` (the semantic term by
+    the evidence weights'), among its whole sentences if any (not a heading, a web address
     or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
     employees …"), among those that quote one if any (a citation mark "[44]" is none), when it asks when ("When was
     …", "What year …"), among the whole ones that give a date if any — and among those, the ones ``spoken`` ((S,)
@@ -992,9 +997,8 @@ def best_sentence(
     semantic = index.sentence_emb[first:last] @ question.embedding
     lexical = bm25(index.sentence_words.slice(first, last), question.words, question.frequencies(index))
     dense = index.sentence_dense[first:last].float() @ question.dense
-    w = model.weights
-    score = w.match * _zscore(match) + w.semantic * _zscore(semantic) + w.lexical * _zscore(lexical)
-    score = score + w.sentence * _zscore(dense)
+    score = CITE_MATCH * _zscore(match) + model.weights.semantic * _zscore(semantic) + CITE_LEXICAL * _zscore(lexical)
+    score = score + CITE_DENSE * _zscore(dense)
     kind = index.sentence_kind[first:last]
     whole = (kind & WHOLE) > 0
     score = _among(score, whole)  # never a fragment ("Non-standard.", a lone heading) when the passage has a sentence

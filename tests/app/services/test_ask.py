@@ -747,6 +747,38 @@ def test_a_question_naming_a_speaker_cites_what_that_speaker_says(checkpoint: Pa
         assert text[a:b].startswith(otherwise), (asked, text[a:b])
 
 
+def test_the_cited_sentence_within_a_passage_is_weighed_by_its_words(
+    shared_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cited sentence of a passage is chosen by its token match and BM25 more than by its MiniLM cosine
+    (``CITE_MATCH``, ``CITE_LEXICAL``, ``CITE_DENSE``: ``scripts/fit_cite.py``): over an L-Eval multi-document input
+    asked "… do you have a phone number I can call?", the passage on caregiver benefits cites the sentence giving the
+    Caregiver Support Line's number; with the weights of before, "You ll need to apply for these benefits."."""
+    import model.inference.qa as qa
+    from model.research.evaluation.datasets import convert_leval_qa
+    from model.research.evaluation.passages import document_text
+
+    documents, questions = convert_leval_qa(shared_data / "leval" / "Open-ended-tasks" / "multidoc_qa.jsonl")
+    document = next(d for d in documents if "Caregiver Support Line at 855" in d["text"])
+    asked = next(q for q in questions if q["doc"] == document["id"] and "phone number I can call" in q["question"])
+    model = load_model()  # the shipped checkpoint
+    index = CollectionIndex.build(model, [document_text(document["id"], document["text"], "")])
+    question = qa.Question.encode(model, asked["question"], index)
+    text, spans = document["text"], index.sentence_spans.tolist()
+    passage = next(
+        h.passage
+        for h in qa.answer(model, index, question, 5)
+        if "Caregiver Support Line at 855" in text[slice(*index.passage_spans[h.passage].tolist())]
+    )
+    a, b = spans[qa.best_sentence(model, index, question, passage)]
+    assert "Contact the Caregiver Support Line at 855 - 260 - 3274" in text[a:b], text[a:b]
+    monkeypatch.setattr(qa, "CITE_MATCH", 2 / 3)
+    monkeypatch.setattr(qa, "CITE_LEXICAL", 2 / 3)
+    monkeypatch.setattr(qa, "CITE_DENSE", 1.0)
+    a, b = spans[qa.best_sentence(model, index, question, passage)]
+    assert text[a:b] == "You ll need to apply for these benefits.", text[a:b]
+
+
 def test_a_question_naming_an_earnings_call_s_speaker_cites_what_they_say(checkpoint: Path) -> None:
     """An earnings call writes each turn under a "Name - Title Speaking." line: "What did Jerry Turin say about the
     margins?" cites the CFO's sentence on margins, not the CEO's, and the citation names the CFO's turn."""
