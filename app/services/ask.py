@@ -126,18 +126,20 @@ def spoken(citation: Citation) -> str:
     return f"{citation.speaker}: {citation.text}" if citation.speaker else citation.text
 
 
-TURN_CHARS = 3000  # characters read before a cited sentence (and after it) for the turn that holds it
+# Characters read before a cited sentence for the turn that holds it (an earnings call's turn under its "Name - Title
+# Speaking." line runs to 10,000 characters and more), and after it (the lines around it, for the transcript rule)
+TURN_CHARS_BEFORE, TURN_CHARS_AFTER = 30_000, 3000
 
 
 def with_speakers(library: Library, citations: list[Citation]) -> list[Citation]:
     """``citations``, each with the speaker of its transcript turn (``ingest.segment.turn_speakers``, read in a
     window around it) when the sentence does not begin with the label itself: in a meeting, "Um my favourite animal
     is a cow ." says nothing of who said it."""
-    firsts = [max(0, c.start - TURN_CHARS) for c in citations]
+    firsts = [max(0, c.start - TURN_CHARS_BEFORE) for c in citations]
     speakers: dict[int, str] = {}  # citation's position → speaker, each document's windows read in one query
     for doc in dict.fromkeys(c.doc for c in citations):
         mine = [i for i, c in enumerate(citations) if c.doc == doc]
-        windows = library.text_windows(doc, [(firsts[i], citations[i].end + TURN_CHARS) for i in mine])
+        windows = library.text_windows(doc, [(firsts[i], citations[i].end + TURN_CHARS_AFTER) for i in mine])
         for i, window in zip(mine, windows, strict=True):
             at = citations[i].start - firsts[i]
             (label,) = turn_speakers(window, [at])

@@ -827,6 +827,29 @@ def test_a_question_naming_a_speaker_ranks_first_the_passage_where_they_speak_of
     assert next(iter(qa.ranked_hits(model, index, question))).passage == 0
 
 
+def test_a_sentence_deep_in_an_earnings_call_s_long_turn_is_cited_with_its_speaker(services: Services) -> None:
+    """A call's turn follows its "Name - Title Speaking." line and runs on for thousands of characters: a sentence
+    far into it (8,000 characters after the label) is cited with that speaker, the call's opening with none."""
+    filler = " ".join(f"Our plant number {n} ran at full capacity during the period." for n in range(140))
+    call = (
+        "Good afternoon and welcome to the Acme first quarter conference call.\n"
+        "Greg Dougherty - Chief Executive Officer Speaking.\nThank you. We had a pivotal quarter.\n"
+        "Pete Mangan - Vice President, Corporate Finance Speaking.\n"
+        f"Thanks Greg. {filler} Our non-GAAP gross margins for the quarter were 12.6%.\n"
+    )
+    assert call.index("Our non-GAAP") - call.index("Pete Mangan") > 8000
+    document = parse_text("call.txt", "", "txt", call, hashlib.sha256(call.encode()).hexdigest())
+    assert [e.status for e in services.ingest.ingest_texts([document], "calls")] == ["ingested"]
+    answer = services.ask.ask(["calls"], "What were the non-GAAP gross margins for the quarter?", 3, "bm25")
+    first = answer.citations[0]
+    assert (first.text, first.speaker) == (
+        "Our non-GAAP gross margins for the quarter were 12.6%.",
+        "Pete Mangan - Vice President, Corporate Finance",
+    )
+    opening = services.ask.ask(["calls"], "Which conference call is this?", 3, "bm25").citations[0]
+    assert opening.text.startswith("Good afternoon") and opening.speaker == ""
+
+
 def test_the_bm25_reader_is_not_confident_in_a_sentence_sharing_one_word_of_several(services: Services) -> None:
     """BM25 answered "Which railway team won the World Cup?" with the railway sentence as if it were the answer."""
     unsure = services.ask.ask(["notes"], "Which railway team won the World Cup?", top_k=3, reader="bm25")
