@@ -14,7 +14,6 @@ the triple chosen without it (leave one set out). QMSum val is never used to cho
 
 from __future__ import annotations
 
-import argparse
 import itertools
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import model.inference.qa as qa
 from model.network.checkpoint import Model, load_model
 from model.research.evaluation.datasets import LEVAL_QA_SETS, read_jsonl
 from model.research.evaluation.metrics import answer_in
-from model.research.training.calibrate import _hits, _index
+from model.research.training.calibrate import _hits, _index, fit_arguments, qmsum_sets
 
 MATCH = (0.5, 2 / 3, 1.0, 1.5, 2.0)
 LEXICAL = (0.0, 1 / 3, 2 / 3, 1.0, 1.5)
@@ -34,16 +33,8 @@ BEFORE = (2 / 3, 2 / 3, 1.0)  # the evidence weights' match, lexical and sentenc
 
 def sets(data: Path, meetings: int) -> dict[str, tuple[list[dict], list[dict], str]]:
     """Each set's documents, questions and scope ("corpus": over every document; "document": over its own)."""
-    train = read_jsonl(data / "qmsum_train_docs.jsonl")[:meetings]
-    kept = {m["id"] for m in train}
-    specific = read_jsonl(data / "qmsum_train_specific_questions.jsonl")
     found = {
-        f"qmsum-train-{len(train)}": (train, [q for q in specific if q["evidence"][0]["doc"] in kept], "corpus"),
-        "qmsum-val": (
-            read_jsonl(data / "qmsum_val_docs.jsonl"),
-            read_jsonl(data / "qmsum_val_questions.jsonl"),
-            "corpus",
-        ),
+        name: (documents, questions, "corpus") for name, (documents, questions) in qmsum_sets(data, meetings).items()
     }
     for name in LEVAL_QA_SETS:
         docs, questions = data / f"leval_{name}_docs.jsonl", data / f"leval_{name}_questions.jsonl"
@@ -84,11 +75,7 @@ def cases(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--meetings", type=int, default=120, help="QMSum train meetings to fit on")
-    parser.add_argument("--cache", type=Path, help="keep the sets' indexes here")
-    args = parser.parse_args()
+    args = fit_arguments(__doc__.split("\n")[0])
     model = load_model()
     grid = list(itertools.product(MATCH, LEXICAL, DENSE))
     right: dict[str, dict[tuple[float, float, float], float]] = {}

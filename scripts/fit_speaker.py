@@ -12,38 +12,20 @@ pair is chosen on train; BENCHMARKS.md (stop 41) gives the table and the choice.
 
 from __future__ import annotations
 
-import argparse
 import itertools
-from pathlib import Path
 
 import model.inference.qa as qa
 from model.network.checkpoint import load_model
-from model.research.evaluation.datasets import read_jsonl
-from model.research.training.calibrate import _hits, _index
+from model.research.training.calibrate import _hits, _index, fit_arguments, qmsum_sets
 
 LEXICAL = (0.0, 0.25, 0.5, 0.75, 1.0)
 DENSE = (0.0, 0.25, 0.5)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--meetings", type=int, default=120, help="QMSum train meetings to fit on")
-    parser.add_argument("--cache", type=Path, help="keep the sets' indexes here")
-    args = parser.parse_args()
+    args = fit_arguments(__doc__.split("\n")[0])
     model = load_model()
-    meetings = read_jsonl(args.data / "qmsum_train_docs.jsonl")[: args.meetings]
-    kept = {m["id"] for m in meetings}
-    train = [
-        q for q in read_jsonl(args.data / "qmsum_train_specific_questions.jsonl") if q["evidence"][0]["doc"] in kept
-    ]
-    sets = {
-        f"qmsum-train-{len(meetings)}": (meetings, train),
-        "qmsum-val": (
-            read_jsonl(args.data / "qmsum_val_docs.jsonl"),
-            read_jsonl(args.data / "qmsum_val_questions.jsonl"),
-        ),
-    }
+    sets = qmsum_sets(args.data, args.meetings)
     for name, (documents, questions) in sets.items():
         index = _index(model, f"speaker-{name}", documents, args.cache)
         texts = {d["id"]: d["text"] for d in documents}

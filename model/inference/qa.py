@@ -36,9 +36,9 @@ Evidence score of a passage p for a question q (each term z-scored over the coll
 (``model.research.training.calibrate``: fitted on the development domains, each question over its set's corpus and
 over its own document; w_spk and w_spkd are ``SPEAKER_LEXICAL`` and ``SPEAKER_DENSE``, chosen on QMSum train
 meetings and val). The answer cites, for each of the best k passages, the sentence that best answers the question
-(the match, semantic, lexical and sentence terms over the passage's sentences): a sentence of the library, named by
-its document and its index among the document's sentences; it is a confident answer when :func:`is_confident` says
-so.
+(its match, lexical and MiniLM terms over the passage's sentences, weighted by ``CITE_*``): a sentence of the
+library, named by its document and its index among the document's sentences; it is a confident answer when
+:func:`is_confident` says so.
 
 An index may be one shard of a collection (``app.services.shards``): a question encoded with the shards' ``Total``
 (``Question.encode(model, q, shard_index, total)``) sums with the other shards every statistic a score reads beyond

@@ -73,6 +73,28 @@ class Domain:
     questions: list[Question]  # (Q,) encoded
 
 
+def fit_arguments(description: str) -> argparse.Namespace:
+    """The command line of the scripts that fit one group of the score's weights on QMSum train meetings
+    (``scripts/fit_speaker.py``, ``scripts/fit_cite.py``): ``--data``, ``--meetings``, ``--cache``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--meetings", type=int, default=120, help="QMSum train meetings to fit on")
+    parser.add_argument("--cache", type=Path, help="keep the sets' indexes here")
+    return parser.parse_args()
+
+
+def qmsum_sets(data: Path, meetings: int) -> dict[str, tuple[list[dict], list[dict]]]:
+    """The first ``meetings`` QMSum train meetings with their specific questions ("qmsum-train-N", to fit on), and
+    QMSum val with its questions ("qmsum-val")."""
+    train = read_jsonl(data / "qmsum_train_docs.jsonl")[:meetings]
+    kept = {m["id"] for m in train}
+    specific = read_jsonl(data / "qmsum_train_specific_questions.jsonl")
+    return {
+        f"qmsum-train-{len(train)}": (train, [q for q in specific if q["evidence"][0]["doc"] in kept]),
+        "qmsum-val": (read_jsonl(data / "qmsum_val_docs.jsonl"), read_jsonl(data / "qmsum_val_questions.jsonl")),
+    }
+
+
 def _index(model: Model, name: str, documents: list[dict], cache: Path | None) -> CollectionIndex:
     """The domain's index, built once and kept in ``cache`` (without the read's stores)."""
     ids = [d["id"] for d in documents]
