@@ -82,6 +82,9 @@ _CONTINUATIONS = {
 _REFERENCES = {"references", "bibliography", "reference", "literature cited", "works cited"}
 _NUMBERING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.|[A-H]\.\d{1,2}(?:\.\d{1,2})*\.?)\s+")
 _NUMBERED = re.compile(_NUMBERING.pattern + r"[A-Z][^\n]{0,90}$")
+# An appendix after the references, lettered without a stop: "A Background & Terminology", "B PDF filters" (a
+# reference entry's first line names its authors and ends with a stop or a comma)
+_APPENDIX = re.compile(r"^[A-H] [A-Z][^\s,.;:]*(?: [^\s,.;:]+){0,7}$")
 # A sentence end inside a numbered line: a run-in heading, its paragraph going on after it ("6.1.6 Continued Usage
 # in the Wild. Finally, we also"), not a heading line of its own.
 _RUN_IN = re.compile(r"[^\W\d_]{3,}\. [A-Z][a-z]")
@@ -261,6 +264,16 @@ def heading_title(line: str, markdown: bool = False) -> str | None:
     return None
 
 
+def _appendix_title(line: str, heads: list[tuple[int, str]]) -> str | None:
+    """``line`` when it heads a lettered appendix after the references section (``_APPENDIX``; the references'
+    own text is not the document's: ``section_kind``), else None."""
+    if not heads or (section_kind(heads[-1][1]) != "references" and not _APPENDIX.match(heads[-1][1])):
+        return None
+    if _APPENDIX.match(line) and line.split()[-1].lower() not in _CONTINUATIONS:
+        return line
+    return None
+
+
 def section_name(title: str) -> str:
     """A heading without its numbering, lower-cased: "2.1 Method:" → "method"."""
     return _NUMBERING.sub("", title.strip() + " ", count=1).strip().rstrip(":.").strip().lower()
@@ -291,7 +304,7 @@ def segment(
         first_line = text[start : end if line_end < 0 else line_end].strip()
         title = first_line if start in known_headings else None
         if title is None and heading_spans is None:
-            title = heading_title(first_line, markdown)
+            title = heading_title(first_line, markdown) or _appendix_title(first_line, heads)
         if title is not None:
             heads.append((start, title))
             if line_end < 0:

@@ -218,6 +218,19 @@ class Library:
         with self.session() as session:
             return [tuple(row) for row in session.execute(query)]
 
+    def reference_sentences(self, document_id: int) -> list[int]:
+        """The indices among the document's sentences of those in its references section, ascending."""
+        references = select(SectionRow.idx).where(
+            SectionRow.document_id == document_id, SectionRow.kind == "references"
+        )
+        query = (
+            select(SentenceRow.idx)
+            .where(SentenceRow.document_id == document_id, SentenceRow.section_idx.in_(references))
+            .order_by(SentenceRow.idx)
+        )
+        with self.session() as session:
+            return list(session.scalars(query))
+
     def sentences_at(self, refs: Sequence[tuple[int, int]]) -> list[SentenceRef]:
         """The sentences named by (document id, index among its sentences), in the order asked; StorageError when
         one is no longer in the library."""

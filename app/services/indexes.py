@@ -480,4 +480,5 @@ class IndexService:
         spans = self.library.sentence_spans(document_id)
         title = f"{row.title} {PurePath(file_name(row.source)).stem}"
         sentences, paragraphs = [(s, e) for s, e, _ in spans], [p for _, _, p in spans]
-        return DocumentText.of(str(document_id), row.text, sentences, paragraphs, title)
+        references = self.library.reference_sentences(document_id)
+        return DocumentText.of(str(document_id), row.text, sentences, paragraphs, title, references)

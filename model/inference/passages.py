@@ -26,13 +26,21 @@ class DocumentText:
     sentences: np.ndarray  # (S, 2) int64 character spans [start, end) in reading order
     paragraphs: np.ndarray  # (S,) int64 paragraph of each sentence
     title: str = ""  # what names the document (its title and file name): words every passage of it is about
+    references: frozenset[int] = frozenset()  # the sentences of its references section: other works, not its own
 
     @classmethod
     def of(
-        cls, id: str, text: str, sentences: Sequence[tuple[int, int]], paragraphs: Sequence[int], title: str = ""
+        cls,
+        id: str,
+        text: str,
+        sentences: Sequence[tuple[int, int]],
+        paragraphs: Sequence[int],
+        title: str = "",
+        references: Sequence[int] = (),
     ) -> DocumentText:
         spans = np.asarray(sentences, dtype=np.int64).reshape(-1, 2)
-        return cls(id, text, spans, np.asarray(paragraphs, dtype=np.int64).reshape(-1), title)
+        paragraph = np.asarray(paragraphs, dtype=np.int64).reshape(-1)
+        return cls(id, text, spans, paragraph, title, frozenset(references))
 
     def sentence_text(self, i: int) -> str:
         start, end = self.sentences[i]

@@ -90,7 +90,7 @@ from model.network.minilm import DIM as DENSE_DIM
 from model.network.minilm import minilm
 from model.network.net import IndexPoolNet, char_to_token_spans, encode_spans
 
-FORMAT = 15  # of the arrays; arrays of format 14 are carried over (`upgraded`), of another format rebuilt
+FORMAT = 16  # of the arrays; arrays of format 15 are carried over (`upgraded`), of another format rebuilt
 MAX_QUESTION_TOKENS = 128
 RANKED_BLOCK = 256  # passages :func:`ranked_hits` turns into Python ints at a time
 READ_FLOOR = 1e-3  # ε of the read term: the mass a passage the read did not reach is counted as
@@ -304,7 +304,7 @@ class CollectionIndex:
             sentence_document=torch.zeros(n, dtype=torch.int64),
             sentence_number=torch.arange(n),
             sentence_spans=_int(document.sentences, 2),
-            sentence_kind=torch.from_numpy(sentence_kinds(sentence_texts)),
+            sentence_kind=torch.from_numpy(document_kinds(document, sentence_texts)),
             passage_first=_int(passages.first),
             passage_spans=_int(passages.spans, 2),
             passage_emb=net.evidence.embed_spans(torch.cat([means[: len(p_tokens)], empty])),
@@ -469,19 +469,26 @@ def speaker_bags(document: DocumentText) -> WordBags:
 _SPEAKER_LETTER = re.compile(r"^.* ([A-Z])$")
 
 
+def document_kinds(document: DocumentText, texts: Sequence[str]) -> np.ndarray:
+    """The kinds of the document's sentences (``texts``: their text, in order): what ``sentence_kinds`` reads from
+    each, where a sentence of its references section is never whole (an entry of the list, "[35] Daniel M Ziegler,
+    Nisan Stiennon, …", is what another work says, not an answer: cited after every passage of the document's own
+    text, :func:`is_deferred`).  → (S,) int8"""
+    kinds = sentence_kinds(texts)
+    if document.references:
+        kinds[sorted(document.references)] &= ~WHOLE
+    return kinds
+
+
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 14 read no earnings call's speakers; each sentence's speaker in a transcript
-    (``ingest.segment.turn_speakers``) is read here from ``document`` (the one the index was built from), and the
-    sentence kinds and the words the sentences' figures count are read again with it; None for any other format, or
-    when the document's sentences are not the index's."""
+    document again: format 15 took the entries of a references section for whole sentences; the sentence kinds are
+    read again here (:func:`document_kinds`) from ``document`` (the one the index was built from); None for any
+    other format, or when the document's sentences are not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
     texts = [document.sentence_text(i) for i in range(len(document.sentences))]
-    counted = WordBags.build([counted_text(t) for t in texts]).arrays("sentence_counted")
-    speakers = speaker_bags(document)
-    new = {"format": np.array(FORMAT), "sentence_kind": sentence_kinds(texts)}
-    return arrays | new | counted | speakers.arrays("sentence_speaker")
+    return arrays | {"format": np.array(FORMAT), "sentence_kind": document_kinds(document, texts)}
 
 
 INT_ARRAYS = (

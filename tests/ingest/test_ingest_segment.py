@@ -264,3 +264,20 @@ def test_an_earnings_call_s_turn_runs_from_its_speaking_line_to_the_next() -> No
     assert turn_speakers(call, at) == ["", "", "Jim Fanucchi - Darrow Associates", turn, turn]
     contract = "Franchisee:\n" + "\n".join(f"{n}. Clause {n} applies." for n in range(1, 9)) + "\nATTEST:\nJane Roe"
     assert turn_speakers(contract, [contract.index("2."), contract.index("Jane")]) == ["", ""]
+
+
+def test_a_lettered_appendix_after_the_references_is_the_paper_s_own_text() -> None:
+    """S2ORC's appendix headings ("A Background & Terminology", "B PDF filters") follow its references without a
+    stop; a line of the list that begins with an initial ("A Radford, J Wu, and R Child. 2019.") heads nothing."""
+    text = (
+        "1 Introduction\n\nWe parse papers.\n\nReferences\n\nA Radford, J Wu, and R Child. 2019. Language models.\n\n"
+        "A Background & Terminology\n\nA span is a run of characters.\n\nB PDF filters\n\nWe drop long PDFs.\n"
+    )
+    seg = segment(text)
+    assert [(s.title, s.kind) for s in seg.sections] == [
+        ("1 Introduction", "body"),
+        ("References", "references"),
+        ("A Background & Terminology", "body"),
+        ("B PDF filters", "body"),
+    ]
+    assert segment("1 Results\n\nGood.\n\nA Study of Things\n\nMore.").sections[-1].title == "1 Results"

@@ -24,9 +24,16 @@ class Passage:
 
 
 def document_text(doc: str, text: str, title: str = "") -> DocumentText:
-    """The document ``doc`` with its sentences as the library would split them, and its ``title``."""
-    sentences = segment(text).sentences
-    return DocumentText.of(doc, text, [(s.start, s.end) for s in sentences], [s.paragraph for s in sentences], title)
+    """The document ``doc`` with its sentences as the library would split them (and which are its references
+    section's), and its ``title``."""
+    segmentation = segment(text)
+    sentences, sections = segmentation.sentences, segmentation.sections
+    references = [
+        i for i, s in enumerate(sentences) if s.section is not None and sections[s.section].kind == "references"
+    ]
+    return DocumentText.of(
+        doc, text, [(s.start, s.end) for s in sentences], [s.paragraph for s in sentences], title, references
+    )
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

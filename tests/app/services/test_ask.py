@@ -162,10 +162,9 @@ def test_ask_reuses_the_persisted_index(services: Services, home: Path, monkeypa
 def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding(
     services: Services, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Indexes stored by the format before (13: no speakers) are not encoded again: each gains its sentence kinds,
-    the words its figures count and its sentences' speakers anew, read from its document's
-    sentences (the same as a fresh encoding gives), its store files move to this format's folder, and the previous
-    folder goes once it is empty."""
+    """Indexes stored by the format before (15: a references section's entries whole sentences) are not encoded
+    again: each gains its sentence kinds anew, read from its document's sentences (the same as a fresh encoding
+    gives), its store files move to this format's folder, and the previous folder goes once it is empty."""
     import numpy as np
 
     from model.inference.qa import FORMAT
@@ -177,8 +176,7 @@ def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding
     previous = folder.with_name(folder.name.replace(f"index{FORMAT}", f"index{FORMAT - 1}"))
     folder.rename(previous)  # as an earlier format left it: its own sentence kinds (here none), no counted words
     for name, arrays in fresh.items():
-        old = {k: v for k, v in arrays.items() if not k.startswith(("sentence_counted", "sentence_speaker"))}
-        old |= {"format": np.array(FORMAT - 1), "sentence_kind": np.zeros_like(arrays["sentence_kind"])}
+        old = arrays | {"format": np.array(FORMAT - 1), "sentence_kind": np.zeros_like(arrays["sentence_kind"])}
         write_npz_atomic(previous / name, **old)
     monkeypatch.setattr(CollectionIndex, "build", lambda *_: pytest.fail("the index was encoded again"))
     again = Services(home)
@@ -186,8 +184,6 @@ def test_a_library_indexed_by_the_format_before_is_carried_over_without_encoding
     for name, arrays in fresh.items():
         saved = read_npz(folder / name)
         assert int(saved["format"]) == FORMAT and np.array_equal(saved["sentence_kind"], arrays["sentence_kind"])
-        carried = ("sentence_counted", "sentence_speaker")
-        assert all(np.array_equal(saved[k], v) for k, v in arrays.items() if k.startswith(carried))
     assert not list(previous.glob("*.npy")) and not list(previous.glob("*.npz"))
     again.indexes._prune(folder.name, previous.name)
     assert not previous.exists() and sorted(p.name for p in stored_indexes(home)) == sorted(fresh)
@@ -888,3 +884,28 @@ def test_a_transcript_sentence_is_cited_with_its_speaker(services: Services, rea
         "The cafeteria serves tomato soup on Fridays.",
         "",
     )
+
+
+def test_a_references_entry_is_cited_after_the_papers_own_sentences(services: Services) -> None:
+    """A paper's references list repeats the words of the works it cites ("[2] Sara Bell … Patients find mistakes
+    in their clinical notes …"): its entries are cited after every whole sentence of the paper's own text, an
+    appendix after the list ("A Study Details", a lettered heading) included."""
+    paper = (
+        "Notes for Patients\n\nAbstract\n\nWe study how patients read their clinical notes.\n\n"
+        "1 Introduction\n\nAbout one in five readers find a mistake in the notes written about them [2]. "
+        "Clinicians write the notes after each visit.\n\n"
+        "References\n\n[1] Tom Reed. 2019. Reading clinical notes. Health Journal 3.\n\n"
+        "[2] Sara Bell. 2021. Patients find mistakes in their clinical notes: how often patients find errors.\n\n"
+        "A Study Details\n\nPatients who find an error in their notes most often report it to the clinic.\n"
+    )
+    document = parse_text("notes.txt", "", "txt", paper, hashlib.sha256(paper.encode()).hexdigest())
+    assert [e.status for e in services.ingest.ingest_texts([document], "papers")] == ["ingested"]
+    answer = services.ask.ask(["papers"], "How often do patients find errors in their clinical notes?", 8)
+    cited = [c.text for c in answer.citations]
+    listed = [paper.index("[1]") <= c.start < paper.index("A Study") for c in answer.citations]
+    own = {
+        "We study how patients read their clinical notes.",
+        "About one in five readers find a mistake in the notes written about them [2].",
+        "Patients who find an error in their notes most often report it to the clinic.",  # the appendix's
+    }
+    assert set(cited[:3]) == own and listed[3:] and all(listed[3:-1]), cited  # then the list; the title, a fragment
