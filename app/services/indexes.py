@@ -137,6 +137,7 @@ class IndexService:
         self._memory_lock = threading.Lock()
         self._build_lock = threading.Lock()  # one document encoded at a time, so none is encoded twice
         self._queue: deque[tuple[int, str | None]] = deque()  # (document id, user whose settings to pool for)
+        self._backlog: deque[tuple[int, str | None]] = deque()  # the library's documents at start: after the queue
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._weights_id: str | None = None  # known once the model is loaded
@@ -154,13 +155,14 @@ class IndexService:
         with storage_errors():
             every = [(document_id, owner) for document_id, _, owner in self.library.ingested_documents()]
         with self._wake:
-            self._queue.extend(every)
+            self._backlog.extend(every)
             self._thread = threading.Thread(target=self._run, name="indexpool-indexer", daemon=True)
         self._thread.start()
 
     def schedule(self, document_ids: Sequence[int], user: str | None = None) -> None:
-        """Queue documents for the background thread (pooled under ``user``'s settings, default their owner's);
-        without a thread (the CLI) nothing happens."""
+        """Queue documents for the background thread (pooled under ``user``'s settings, default their owner's),
+        ahead of the library's documents not indexed at start (a new user's upload is not left behind the embedded
+        sample's 549 documents, which a first start queues); without a thread (the CLI) nothing happens."""
         with self._wake:
             if self._thread is not None:
                 self._queue.extend((document_id, user) for document_id in document_ids)
@@ -183,9 +185,9 @@ class IndexService:
         self._prune(store_key(model), store_key(model, before=1))
         while True:
             with self._wake:
-                while not self._queue:
+                while not (self._queue or self._backlog):
                     self._wake.wait()
-                document_id, user = self._queue.popleft()
+                document_id, user = (self._queue or self._backlog).popleft()
             try:
                 document = self.library.document(document_id)
                 if document is not None and document.status == "ingested":
@@ -200,7 +202,7 @@ class IndexService:
     def building(self) -> bool:
         """Whether the background thread has documents left to index."""
         with self._wake:
-            return self._thread is not None and (bool(self._queue) or self._build_lock.locked())
+            return self._thread is not None and (bool(self._queue or self._backlog) or self._build_lock.locked())
 
     def build(
         self,

@@ -324,6 +324,30 @@ def test_the_background_indexes_each_document_as_it_is_ingested(
     assert event.document_id in {c.doc for c in answer.citations}
 
 
+def test_a_document_ingested_while_the_library_is_indexed_at_start_is_indexed_next(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first start queues the library's documents (the embedded sample's 549); a document ingested meanwhile is
+    indexed next, not after all of them (a new user's upload was asked about while the sample was still queued
+    ahead of it, and the question encoded it: 64 s)."""
+    builds = count_builds(monkeypatch)
+    counted = CollectionIndex.build
+    release = threading.Event()
+
+    def held(model: object, documents: list) -> CollectionIndex:
+        release.wait(60)  # the first document of the library stays in the encoder until the upload is queued
+        return counted(model, documents)
+
+    monkeypatch.setattr(CollectionIndex, "build", held)
+    services.indexes.background()
+    wait_for(lambda: len(builds) == 1)
+    extra = parsed("birds.txt", ["Penguins cannot fly. They swim with their wings."])
+    (event,) = services.ingest.ingest_texts([extra], "notes")
+    release.set()
+    wait_for(lambda: services.indexes.progress(["notes"]).state == "ready")
+    assert len(builds) == len(PARAGRAPHS) + 1 and builds[1] == [str(event.document_id)], builds
+
+
 def test_the_indexes_of_removed_documents_are_pruned(services: Services, home: Path) -> None:
     from app.services.indexes import store_key
 
