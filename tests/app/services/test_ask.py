@@ -6,6 +6,9 @@ leave); the clear error without a checkpoint."""
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import fields, replace
@@ -933,3 +936,26 @@ def test_a_references_entry_is_cited_after_the_papers_own_sentences(services: Se
         "Patients who find an error in their notes most often report it to the clinic.",  # the appendix's
     }
     assert set(cited[:3]) == own and listed[3:] and all(listed[3:-1]), cited  # then the list; the title, a fragment
+
+
+def test_the_background_thread_loads_minilm_before_the_first_question(home: Path, checkpoint: Path) -> None:
+    """A served library whose documents are all indexed: the first question waited 1.2 s for MiniLM to load (its
+    ``encode_question`` stage); the background thread loads it as the app starts (in a fresh process: this one's
+    tests have loaded it long ago)."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from app.services import Services\n"
+        "from model.network import minilm\n"
+        "services = Services(Path(sys.argv[1]))\n"
+        "services.indexes.background()\n"
+        "deadline = time.monotonic() + 120\n"
+        "while not minilm._loaded and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "print('loaded' if minilm._loaded else 'not loaded')\n"
+    )
+    env = os.environ | {"INDEXPOOL_CHECKPOINT": str(checkpoint)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(home)], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.stdout.strip().endswith("loaded") and "not loaded" not in done.stdout, done.stdout + done.stderr
