@@ -77,6 +77,7 @@ from model.inference.sentences import (
     AMOUNT,
     DATE,
     FIGURE,
+    POINTER,
     QUESTION,
     WHAT_WAS,
     WHOLE,
@@ -991,7 +992,8 @@ def best_sentence(
     BM25 (word frequencies counted over the index's passages) and MiniLM cosine, z-scored over the passage's
     sentences and weighted by :data:`CITE_MATCH`, :data:`CITE_LEXICAL` and :data:`CITE_DENSE` (the semantic term by
     the evidence weights'), among its whole sentences if any (not a heading, a web address
-    or a cell of a table: ``model.inference.sentences``), and when the question asks for a figure ("How many
+    or a cell of a table: ``model.inference.sentences``), among those that do not only say where something is shown
+    ("… are given in Table 8.") if any, and when the question asks for a figure ("How many
     employees …"), among those that quote one if any (a citation mark "[44]" is none), when it asks when ("When was
     …", "What year …"), among the whole ones that give a date if any — and among those, the ones ``spoken`` ((S,)
     bool) by a speaker the question names (:func:`speaking_sentences`) if any, then the ``chosen`` ones ((S,) bool:
@@ -1009,6 +1011,7 @@ def best_sentence(
     kind = index.sentence_kind[first:last]
     whole = (kind & WHOLE) > 0
     score = _among(score, whole)  # never a fragment ("Non-standard.", a lone heading) when the passage has a sentence
+    score = _among(score, (kind & POINTER) == 0)  # "… are given in Table 8.": what is in it, when the passage says
     if question.asks_figure:  # not "We also maintain employee networks." beside the head count
         score = _among(score, (kind & FIGURE) > 0)
     if question.asks_date:  # "When was the charter established?": "… signed into law … on April 17, 1982"
@@ -1106,10 +1109,13 @@ def ranked_hits(
 
 
 def is_deferred(index: CollectionIndex, passage: int, sentence: int) -> bool:
-    """Whether ``passage``, cited by ``sentence``, comes after every other passage: the sentence is a fragment, or
-    the passage mostly asks questions (:attr:`CollectionIndex.passage_asks`: "What (other) tasks could the dataset
-    be used for? Please provide a description." does not say what a dataset is)."""
-    return not index.sentence_kind[sentence] & WHOLE or bool(index.passage_asks[passage])
+    """Whether ``passage``, cited by ``sentence``, comes after every other passage: the sentence is a fragment or
+    only says where something is shown (a paragraph of its own, "Numbers of PDFs removed by these filters are given
+    in Table 8.", before the table's cells), or the passage mostly asks questions
+    (:attr:`CollectionIndex.passage_asks`: "What (other) tasks could the dataset be used for? Please provide a
+    description." does not say what a dataset is)."""
+    kind = int(index.sentence_kind[sentence])
+    return not kind & WHOLE or bool(kind & POINTER) or bool(index.passage_asks[passage])
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from ingest.segment import SPEAKER
 
 MIN_WORDS = 4  # a whole sentence has at least this many words
 MAX_HEADING_WORDS = 10  # a line in title case of at most this many words is a heading (``_is_heading``)
-WHOLE, FIGURE, QUESTION, DATE = 1, 2, 4, 8  # the bits of a sentence's kind
+WHOLE, FIGURE, QUESTION, DATE, POINTER = 1, 2, 4, 8, 16  # the bits of a sentence's kind
 COUNT_AFTER, COUNT_BEFORE = 4, 2  # words after and before a figure that it counts or labels
 
 _ADDRESS = re.compile(r"\S*(?:https?://|www\.|\w\.(?:com|org|net|edu|gov|io)\b|\w/\w)\S*", re.IGNORECASE)
@@ -48,6 +48,17 @@ _MONTH = r"(?:January|February|March|April|May|June|July|August|September|Octobe
 _YEAR_ALONE = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w.,]\d)")  # 1982; not 1,982 nor 2019.5
 _DATE = re.compile(rf"{_YEAR_ALONE.pattern}|{_MONTH} \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}")  # 1982, April 17
 _YEAR = re.compile(r"\(?(?:19|20)\d\d\)?[,;:.]?")  # a year standing as a token: "2012", "(2023)", "2023,"
+# A sentence that says where something is shown rather than what it is: "Numbers of PDFs removed by these filters
+# are given in Table 8." (``POINTER``, when it quotes no figure but the part's number)
+_POINTS = re.compile(
+    r"\b(?:is|are|was|were|be)\s+(?:\w+ly\s+)?(?:given|shown|reported|listed|presented|summari[sz]ed|provided|described"
+    r"|detailed|illustrated|displayed|depicted|plotted|included)\s+in\s+(?:the\s+)?(?:tables?|tab\.|figures?|fig\."
+    r"|appendix|section|sec\.)",
+    re.IGNORECASE,
+)
+_PART_NUMBER = re.compile(
+    r"\b(?:tables?|tab\.|figures?|fig\.|appendix|section|sec\.)\s*[A-Z]?\d+(?:\.\d+)*", re.IGNORECASE
+)
 # A table row as ingest writes it (``ingest.tables``): "Total net sales (2018: 265,595; 2019: 280,522)".
 _ROW = re.compile(r"(.+?) \((?:[^;:()]+: [^;]+; )*[^;:()]+: [^;]+\)")
 # A figure after one of these numbers a part of the document, and counts nothing ("Note 16", "Item 7", "Table 1").
@@ -89,6 +100,8 @@ def sentence_kind(text: str) -> int:
     whole = len(words) >= MIN_WORDS and not text.rstrip().endswith(":") and not _is_heading(text, words)
     kind = WHOLE if whole else 0
     kind |= FIGURE if _FIGURE.search(_YEAR_ALONE.sub(" ", plain)) else 0  # a year alone quotes no amount
+    if _POINTS.search(plain) and not _FIGURE.search(_PART_NUMBER.sub(" ", _YEAR_ALONE.sub(" ", plain))):
+        kind |= POINTER
     return kind | (QUESTION if _ASKS.search(text) else 0) | (DATE if _DATE.search(plain) else 0)
 
 

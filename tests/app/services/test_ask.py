@@ -650,6 +650,32 @@ def test_a_count_in_a_fragment_leaves_the_passage_its_whole_sentence(checkpoint:
     assert text[a:b].startswith("Our firm has offices in 12 cities"), text[a:b]
 
 
+def test_a_sentence_saying_where_a_table_is_comes_after_what_it_shows(checkpoint: Path) -> None:
+    """S2ORC's "Numbers of PDFs removed by these filters are given in Table 8." was cited for "Which PDF filters
+    …?": within a passage, the sentence that says what is shown is cited, and a paragraph that only says where
+    (before the table's cells) comes after every passage that says something."""
+    from model.inference.qa import Question, ranked_hits
+    from model.research.evaluation.passages import document_text
+
+    model = load_model(checkpoint)
+    text = (
+        "We filter PDFs in two ways. Numbers of PDFs removed by these filters are given in Table 8. The filters drop"
+        " PDFs over 50 pages and PDFs whose pages are wider than tall.\n\n"
+        "Numbers of PDFs removed by the filters and by later filters are given in Table 9.\n\n"
+        "Table 9: Filters. PyPDF2 error 0.54M\n\nParsed papers are kept in one file per shard."
+    )
+    index = CollectionIndex.build(model, [document_text("corpus", text, "A corpus of papers")])
+    question = Question.encode(model, "Which filters remove PDFs?", index)
+    quoted = []
+    for hit in ranked_hits(model, index, question):
+        a, b = index.sentence_spans[hit.sentence].tolist()
+        quoted.append(text[a:b])
+    assert "given in" not in quoted[0] and "Table 8" not in " ".join(quoted), quoted
+    assert quoted.index("Numbers of PDFs removed by the filters and by later filters are given in Table 9.") >= 2, (
+        quoted
+    )
+
+
 def test_a_question_asking_what_a_named_document_proposes_cites_the_sentence_that_introduces_it(
     checkpoint: Path,
 ) -> None:

@@ -9,6 +9,7 @@ from model.inference.lexical import word_ids
 from model.inference.sentences import (
     DATE,
     FIGURE,
+    POINTER,
     QUESTION,
     WHOLE,
     counted_text,
@@ -51,6 +52,11 @@ from model.inference.sentences import (
         ("Project Manager: We should aim at the young people .", WHOLE),
         ("Results: we found 12 errors.", WHOLE | FIGURE),
         ("Is it? We think so.", WHOLE),  # asks, then says: what it says is its end
+        ("Numbers of PDFs removed by these filters are given in Table 8.", WHOLE | FIGURE | POINTER),
+        ("Document lengths are reported in Table TABREF19.", WHOLE | POINTER),  # QASPER's placeholder
+        ("Details on how CiteSee processes raw PDFs are described in Section 4.6.", WHOLE | FIGURE | POINTER),
+        ("Results are shown in Table 3, where we reach 91.2 F1.", WHOLE | FIGURE),  # says what is shown too
+        ("Table 3 shows that the model wins.", WHOLE | FIGURE),
         ("", 0),
     ],
 )
