@@ -107,10 +107,19 @@ def sentence_kind(text: str) -> int:
 
 def _is_heading(text: str, words: list[str]) -> bool:
     """A line in title case, not ended as a sentence is: "Revenue by Reportable Segments", "President and Chief
-    Executive Officer" (a filing's heading and a signature's title say what follows, not the answer)."""
+    Executive Officer" (a filing's heading and a signature's title say what follows, not the answer) — or a
+    numbered one that is, a paragraph's run-in heading split from it: "6.1.4 Remembering Papers from the Past
+    (D2,D3)." (a subsection's number, then title case but for short joining words)."""
     long = [w for w in words if len(w) >= 4 and w.isalpha()]
     ended = text.rstrip()[-1:] in ".!?;\"'”’)]"
+    if ended and _SUBSECTION.match(text):
+        long = [w for w in long if w not in _TITLE_JOINING]
+        return len(words) <= MAX_HEADING_WORDS + 3 and len(long) >= 1 and all(w[0].isupper() for w in long)
     return not ended and len(words) <= MAX_HEADING_WORDS and len(long) >= 2 and all(w[0].isupper() for w in long)
+
+
+_SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2}){1,3}\.? +[A-Z]")  # "6.1.4 Remembering …"; not "2.1 million …"
+_TITLE_JOINING = frozenset("from with into onto over upon than that this about after under between through".split())
 
 
 def sentence_kinds(texts: Sequence[str]) -> np.ndarray:

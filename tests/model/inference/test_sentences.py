@@ -57,6 +57,10 @@ from model.inference.sentences import (
         ("Details on how CiteSee processes raw PDFs are described in Section 4.6.", WHOLE | FIGURE | POINTER),
         ("Results are shown in Table 3, where we reach 91.2 F1.", WHOLE | FIGURE),  # says what is shown too
         ("Table 3 shows that the model wins.", WHOLE | FIGURE),
+        ("6.1.4 Remembering Papers from the Past (D2,D3).", FIGURE),  # a run-in heading split from its paragraph
+        ("12.3 Governing Law.", FIGURE),  # a contract's clause heading
+        ("2.1 million users joined the service.", WHOLE | FIGURE),
+        ("4.2 We train the model for ten epochs.", WHOLE | FIGURE),
         ("", 0),
     ],
 )
