@@ -483,9 +483,10 @@ def document_kinds(document: DocumentText, texts: Sequence[str]) -> np.ndarray:
 
 def upgraded(arrays: dict[str, np.ndarray], document: DocumentText) -> dict[str, np.ndarray] | None:
     """The arrays of a stored index of the format before this one, brought to :data:`FORMAT` without encoding the
-    document again: format 15 took the entries of a references section for whole sentences; the sentence kinds are
-    read again here (:func:`document_kinds`) from ``document`` (the one the index was built from); None for any
-    other format, or when the document's sentences are not the index's."""
+    document again: format 15 took a references section's entries and a numbered run-in heading for whole sentences and
+    knew no sentence that only says where something is shown; the sentence kinds are read again here
+    (:func:`document_kinds`) from ``document`` (the one the index was built from); None for any other format, or when
+    the document's sentences are not the index's."""
     if int(arrays.get("format", -1)) != FORMAT - 1 or len(document.sentences) != len(arrays["sentence_number"]):
         return None
     texts = [document.sentence_text(i) for i in range(len(document.sentences))]

@@ -1,9 +1,11 @@
-"""What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment (a lead-in
-ending with a colon is one: what answers is the list after it), whether it quotes a figure, whether it asks a
-question, whether it gives a date (a year, a day of a month), and what its figures count. The answer path cites
-whole sentences first, a sentence quoting a figure for "How many …" and one giving a date for "When …", and first of
-all one whose figure counts what the question asks about; for a sentence that asks (a meeting's "Has HEFCW done any
-assessment …?", an FAQ's "What are the eligibility requirements?") it cites the answer after it.
+"""What a sentence is, read from its text when its document is indexed: a whole sentence or a fragment (a lead-in ending
+with a colon is one: what answers is the list after it), whether it quotes a figure, whether it asks a question, whether
+it gives a date (a year, a day of a month), whether it only says where something is shown ("… are given in Table 8."),
+and what its figures count. The answer path cites whole sentences first (a heading, numbered and ended by a stop or not,
+is none), those that say what is shown before those that say where, a sentence quoting a figure for "How many …" and one
+giving a date for "When …", and first of all one whose figure counts what the question asks about; for a sentence that
+asks (a meeting's "Has HEFCW done any assessment …?", an FAQ's "What are the eligibility requirements?") it cites the
+answer after it.
 
 A word is a run of letters or digits that is not part of a web address ("github.com/allenai/papermage" is none),
 not a citation mark and not the speaker of a transcript's turn ("Marketing: Okay ." is a fragment); a figure is a
