@@ -650,26 +650,30 @@ def test_a_count_in_a_fragment_leaves_the_passage_its_whole_sentence(checkpoint:
     assert text[a:b].startswith("Our firm has offices in 12 cities"), text[a:b]
 
 
-def test_a_sentence_saying_where_a_table_is_comes_after_what_it_shows(checkpoint: Path) -> None:
-    """S2ORC's "Numbers of PDFs removed by these filters are given in Table 8." was cited for "Which PDF filters
-    …?": within a passage, the sentence that says what is shown is cited, and a paragraph that only says where
-    (before the table's cells) comes after every passage that says something."""
+def quoted_sentences(checkpoint: Path, text: str, title: str, question: str) -> list[str]:
+    """The sentence quoted for each passage of the one document ``text`` (titled ``title``), best first."""
     from model.inference.qa import Question, ranked_hits
     from model.research.evaluation.passages import document_text
 
     model = load_model(checkpoint)
+    index = CollectionIndex.build(model, [document_text("document", text, title)])
+    spans = index.sentence_spans.tolist()
+    return [
+        text[slice(*spans[hit.sentence])] for hit in ranked_hits(model, index, Question.encode(model, question, index))
+    ]
+
+
+def test_a_sentence_saying_where_a_table_is_comes_after_what_it_shows(checkpoint: Path) -> None:
+    """S2ORC's "Numbers of PDFs removed by these filters are given in Table 8." was cited for "Which PDF filters
+    …?": within a passage, the sentence that says what is shown is cited, and a paragraph that only says where
+    (before the table's cells) comes after every passage that says something."""
     text = (
         "We filter PDFs in two ways. Numbers of PDFs removed by these filters are given in Table 8. The filters drop"
         " PDFs over 50 pages and PDFs whose pages are wider than tall.\n\n"
         "Numbers of PDFs removed by the filters and by later filters are given in Table 9.\n\n"
         "Table 9: Filters. PyPDF2 error 0.54M\n\nParsed papers are kept in one file per shard."
     )
-    index = CollectionIndex.build(model, [document_text("corpus", text, "A corpus of papers")])
-    question = Question.encode(model, "Which filters remove PDFs?", index)
-    quoted = []
-    for hit in ranked_hits(model, index, question):
-        a, b = index.sentence_spans[hit.sentence].tolist()
-        quoted.append(text[a:b])
+    quoted = quoted_sentences(checkpoint, text, "A corpus of papers", "Which filters remove PDFs?")
     assert "given in" not in quoted[0] and "Table 8" not in " ".join(quoted), quoted
     assert quoted.index("Numbers of PDFs removed by the filters and by later filters are given in Table 9.") >= 2, (
         quoted
@@ -831,10 +835,6 @@ def test_the_cited_sentence_within_a_passage_is_weighed_by_its_words(
 def test_a_question_naming_an_earnings_call_s_speaker_cites_what_they_say(checkpoint: Path) -> None:
     """An earnings call writes each turn under a "Name - Title Speaking." line: "What did Jerry Turin say about the
     margins?" cites the CFO's sentence on margins, not the CEO's, and the citation names the CFO's turn."""
-    from model.inference.qa import Question, ranked_hits
-    from model.research.evaluation.passages import document_text
-
-    model = load_model(checkpoint)
     text = (
         "Good afternoon and welcome to the Acme first quarter conference call.\n"
         "Greg Dougherty - Chief Executive Officer Speaking.\n"
@@ -842,10 +842,8 @@ def test_a_question_naming_an_earnings_call_s_speaker_cites_what_they_say(checkp
         "Jerry Turin - Chief Financial Officer Speaking.\n"
         "Thanks Greg. Gross margin was 18 percent, up from 12 percent.\n"
     )
-    index = CollectionIndex.build(model, [document_text("call", text, "Acme call")])
-    question = Question.encode(model, "What did Jerry Turin say about the margins?", index)
-    a, b = index.sentence_spans.tolist()[next(iter(ranked_hits(model, index, question))).sentence]
-    assert text[a:b].startswith("Gross margin was 18 percent"), text[a:b]
+    first = quoted_sentences(checkpoint, text, "Acme call", "What did Jerry Turin say about the margins?")[0]
+    assert first.startswith("Gross margin was 18 percent"), first
 
 
 def test_a_question_naming_a_speaker_ranks_first_the_passage_where_they_speak_of_it(
